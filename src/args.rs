@@ -1,0 +1,267 @@
+//! Argument parsing for the LOCK.* commands.
+//!
+//! Pure: works on byte slices, knows nothing about Redis, so it can be unit-tested and fuzzed
+//! without a server. Every failure is an [`ArgError`] whose text is the Redis error reply.
+
+use std::fmt;
+
+/// Why a command's arguments were refused. `Display` gives the exact error reply text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgError {
+    /// Wrong number of arguments; the caller turns this into Redis's standard arity error.
+    Arity,
+    /// A numeric argument that is not a plain decimal 64-bit integer.
+    NotInteger(&'static str),
+    /// `lease-ms` that is zero or negative.
+    NotPositive(&'static str),
+    /// `timeout-ms` that is negative.
+    Negative(&'static str),
+    /// A value whose absolute deadline (now + value) does not fit in a 64-bit millisecond clock.
+    Overflow(&'static str),
+    /// The owner id is the empty string.
+    EmptyOwner,
+    /// An unknown or repeated option.
+    Syntax,
+}
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgError::Arity => write!(f, "ERR wrong number of arguments"),
+            ArgError::NotInteger(name) => write!(f, "ERR {name} is not an integer or out of range"),
+            ArgError::NotPositive(name) => write!(f, "ERR {name} must be a positive integer"),
+            ArgError::Negative(name) => write!(f, "ERR {name} must not be negative"),
+            ArgError::Overflow(name) => {
+                write!(f, "ERR {name} is too large: the deadline would overflow")
+            }
+            ArgError::EmptyOwner => write!(f, "ERR owner must not be empty"),
+            ArgError::Syntax => write!(f, "ERR syntax error"),
+        }
+    }
+}
+
+pub const LEASE: &str = "lease-ms";
+pub const TIMEOUT: &str = "timeout-ms";
+
+/// Parse a decimal integer exactly as Redis's `string2ll` does: an optional `-`, digits, no
+/// leading `+`, no leading zeros (except `0` itself), no spaces, within `i64`.
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
+    let (neg, digits) = match b.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some(_) => (false, b),
+        None => return None,
+    };
+    let (&first, _) = digits.split_first()?;
+    if !first.is_ascii_digit() || (first == b'0' && (digits.len() > 1 || neg)) {
+        return None;
+    }
+    // Accumulate negatively so that i64::MIN parses.
+    let mut acc: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        acc = acc.checked_mul(10)?.checked_sub(i64::from(c - b'0'))?;
+    }
+    if neg {
+        Some(acc)
+    } else {
+        acc.checked_neg()
+    }
+}
+
+fn lease(b: &[u8]) -> Result<i64, ArgError> {
+    match parse_i64(b) {
+        None => Err(ArgError::NotInteger(LEASE)),
+        Some(v) if v <= 0 => Err(ArgError::NotPositive(LEASE)),
+        Some(v) => Ok(v),
+    }
+}
+
+fn owner(b: &[u8]) -> Result<&[u8], ArgError> {
+    if b.is_empty() {
+        Err(ArgError::EmptyOwner)
+    } else {
+        Ok(b)
+    }
+}
+
+/// Absolute deadline `now + ms`, refusing values that overflow.
+pub fn deadline(now_ms: i64, ms: i64, name: &'static str) -> Result<i64, ArgError> {
+    now_ms.checked_add(ms).ok_or(ArgError::Overflow(name))
+}
+
+/// `LOCK.ACQUIRE key owner lease-ms [WAIT timeout-ms]` (argv without the command name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcquireArgs<'a> {
+    pub owner: &'a [u8],
+    pub lease_ms: i64,
+    /// `Some(0)` waits without limit.
+    pub wait_ms: Option<i64>,
+}
+
+pub fn acquire<'a>(argv: &[&'a [u8]]) -> Result<AcquireArgs<'a>, ArgError> {
+    let [_key, own, lease_b, options @ ..] = argv else {
+        return Err(ArgError::Arity);
+    };
+    let owner = owner(own)?;
+    let lease_ms = lease(lease_b)?;
+    let mut wait_ms = None;
+    let mut rest = options;
+    while let Some((opt, tail)) = rest.split_first() {
+        if !opt.eq_ignore_ascii_case(b"WAIT") || wait_ms.is_some() {
+            return Err(ArgError::Syntax);
+        }
+        let Some((value, tail)) = tail.split_first() else {
+            return Err(ArgError::Syntax);
+        };
+        let v = parse_i64(value).ok_or(ArgError::NotInteger(TIMEOUT))?;
+        if v < 0 {
+            return Err(ArgError::Negative(TIMEOUT));
+        }
+        wait_ms = Some(v);
+        rest = tail;
+    }
+    Ok(AcquireArgs { owner, lease_ms, wait_ms })
+}
+
+/// `LOCK.RELEASE key owner [lease-ms]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseArgs<'a> {
+    pub owner: &'a [u8],
+    pub lease_ms: Option<i64>,
+}
+
+pub fn release<'a>(argv: &[&'a [u8]]) -> Result<ReleaseArgs<'a>, ArgError> {
+    match argv {
+        [_key, own] => Ok(ReleaseArgs { owner: owner(own)?, lease_ms: None }),
+        [_key, own, l] => Ok(ReleaseArgs { owner: owner(own)?, lease_ms: Some(lease(l)?) }),
+        [_, _, _, ..] => Err(ArgError::Syntax),
+        _ => Err(ArgError::Arity),
+    }
+}
+
+/// `LOCK.RENEW key owner lease-ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenewArgs<'a> {
+    pub owner: &'a [u8],
+    pub lease_ms: i64,
+}
+
+pub fn renew<'a>(argv: &[&'a [u8]]) -> Result<RenewArgs<'a>, ArgError> {
+    match argv {
+        [_key, own, l] => Ok(RenewArgs { owner: owner(own)?, lease_ms: lease(l)? }),
+        _ => Err(ArgError::Arity),
+    }
+}
+
+/// `LOCK.FORCERELEASE key` and `LOCK.INFO key`.
+pub fn key_only(argv: &[&[u8]]) -> Result<(), ArgError> {
+    match argv {
+        [_key] => Ok(()),
+        _ => Err(ArgError::Arity),
+    }
+}
+
+/// The release channel of lock `key`: `<prefix>:{key}`, or `<prefix>:key` when the key already
+/// contains `{` (Redisson's rule, which keeps the channel in the key's hash slot).
+pub fn channel_name(prefix: &[u8], key: &[u8]) -> Vec<u8> {
+    let braces = !key.contains(&b'{');
+    let mut ch = Vec::with_capacity(prefix.len() + key.len() + 3);
+    ch.extend_from_slice(prefix);
+    ch.push(b':');
+    if braces {
+        ch.push(b'{');
+    }
+    ch.extend_from_slice(key);
+    if braces {
+        ch.push(b'}');
+    }
+    ch
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_follow_redis_rules() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"30000"), Some(30000));
+        assert_eq!(parse_i64(b"-1"), Some(-1));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"01",
+            b"-0",
+            b"1.5",
+            b"1e3",
+            b"0x10",
+            b"abc",
+            b"9223372036854775808",
+            b"-9223372036854775809",
+            b"\x001",
+            b"\xff",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn acquire_forms() {
+        let a = acquire(&[b"k", b"me", b"100"]).unwrap();
+        assert_eq!(a, AcquireArgs { owner: b"me", lease_ms: 100, wait_ms: None });
+        let a = acquire(&[b"k", b"me", b"100", b"wait", b"0"]).unwrap();
+        assert_eq!(a.wait_ms, Some(0));
+        let a = acquire(&[b"k", b"me", b"100", b"WAIT", b"250"]).unwrap();
+        assert_eq!(a.wait_ms, Some(250));
+    }
+
+    #[test]
+    fn acquire_errors() {
+        assert_eq!(acquire(&[b"k", b"me"]), Err(ArgError::Arity));
+        assert_eq!(acquire(&[b"k", b"", b"1"]), Err(ArgError::EmptyOwner));
+        assert_eq!(acquire(&[b"k", b"me", b"x"]), Err(ArgError::NotInteger(LEASE)));
+        assert_eq!(acquire(&[b"k", b"me", b"0"]), Err(ArgError::NotPositive(LEASE)));
+        assert_eq!(acquire(&[b"k", b"me", b"-5"]), Err(ArgError::NotPositive(LEASE)));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT"]), Err(ArgError::Syntax));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"NOPE", b"1"]), Err(ArgError::Syntax));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"1", b"WAIT", b"1"]), Err(ArgError::Syntax));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"-1"]), Err(ArgError::Negative(TIMEOUT)));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"z"]), Err(ArgError::NotInteger(TIMEOUT)));
+    }
+
+    #[test]
+    fn release_renew_key_only() {
+        assert_eq!(release(&[b"k", b"o"]).unwrap().lease_ms, None);
+        assert_eq!(release(&[b"k", b"o", b"5"]).unwrap().lease_ms, Some(5));
+        assert_eq!(release(&[b"k"]), Err(ArgError::Arity));
+        assert_eq!(release(&[b"k", b"o", b"5", b"6"]), Err(ArgError::Syntax));
+        assert_eq!(release(&[b"k", b"o", b"0"]), Err(ArgError::NotPositive(LEASE)));
+        assert_eq!(renew(&[b"k", b"o", b"5"]).unwrap().lease_ms, 5);
+        assert_eq!(renew(&[b"k", b"o"]), Err(ArgError::Arity));
+        assert_eq!(renew(&[b"k", b"", b"5"]), Err(ArgError::EmptyOwner));
+        assert!(key_only(&[b"k"]).is_ok());
+        assert_eq!(key_only(&[b"k", b"x"]), Err(ArgError::Arity));
+    }
+
+    #[test]
+    fn deadlines_overflow() {
+        assert_eq!(deadline(1000, 5, LEASE), Ok(1005));
+        assert_eq!(deadline(1000, i64::MAX, LEASE), Err(ArgError::Overflow(LEASE)));
+        assert!(ArgError::Overflow(LEASE).to_string().contains("lease-ms"));
+    }
+
+    #[test]
+    fn channels_keep_the_slot() {
+        assert_eq!(channel_name(b"p", b"lock"), b"p:{lock}".to_vec());
+        assert_eq!(channel_name(b"p", b"a{x}b"), b"p:a{x}b".to_vec());
+        assert_eq!(channel_name(b"p", b"a{"), b"p:a{".to_vec());
+        assert_eq!(channel_name(b"p", b"\x00\xff"), b"p:{\x00\xff}".to_vec());
+    }
+}

@@ -1,0 +1,201 @@
+//! Command registration: flags and key positions, plus COMMAND DOCS / COMMAND INFO metadata
+//! (summary, complexity, arity, key specs, arguments) through the raw `RM_SetCommandInfo`
+//! (7.0), and ACL categories on servers that have `RM_SetCommandACLCategories` (7.2+).
+
+use crate::commands;
+use crate::rm::{self, rm, Ctx};
+use redis_module::raw;
+use std::ffi::CStr;
+use std::os::raw::c_int;
+use std::ptr::{null, null_mut};
+
+type Cmd = unsafe extern "C" fn(Ctx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+
+#[derive(Clone, Copy)]
+enum ArgKind {
+    Key,
+    Str,
+    Int,
+}
+
+struct Arg {
+    name: &'static CStr,
+    kind: ArgKind,
+    token: Option<&'static CStr>,
+    optional: bool,
+}
+
+const fn arg(name: &'static CStr, kind: ArgKind) -> Arg {
+    Arg { name, kind, token: None, optional: false }
+}
+
+struct Spec {
+    name: &'static CStr,
+    handler: Cmd,
+    flags: &'static CStr,
+    acl: &'static CStr,
+    arity: c_int,
+    summary: &'static CStr,
+    complexity: &'static CStr,
+    key_flags: u32,
+    args: &'static [Arg],
+}
+
+const RW_UPDATE: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE;
+const RW_ACCESS_UPDATE: u32 = RW_UPDATE | raw::REDISMODULE_CMD_KEY_ACCESS;
+const RW_ACCESS_DELETE: u32 =
+    raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_DELETE;
+const RO_ACCESS: u32 = raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS;
+
+const SPECS: [Spec; 5] = [
+    Spec {
+        name: c"lock.acquire",
+        handler: commands::acquire_cmd,
+        flags: c"write deny-oom",
+        acl: c"write blocking",
+        arity: -4,
+        summary:
+            c"Acquires (or re-enters) a lock for an owner with a lease; optionally waits in a FIFO queue",
+        complexity: c"O(1)",
+        key_flags: RW_ACCESS_UPDATE,
+        args: &[
+            arg(c"key", ArgKind::Key),
+            arg(c"owner", ArgKind::Str),
+            arg(c"lease-ms", ArgKind::Int),
+            Arg { name: c"timeout-ms", kind: ArgKind::Int, token: Some(c"WAIT"), optional: true },
+        ],
+    },
+    Spec {
+        name: c"lock.release",
+        handler: commands::release_cmd,
+        flags: c"write",
+        acl: c"write fast",
+        arity: -3,
+        summary: c"Releases one hold of a lock; frees it (or hands it to the next waiter) on the last hold",
+        complexity: c"O(1)",
+        key_flags: RW_ACCESS_DELETE,
+        args: &[
+            arg(c"key", ArgKind::Key),
+            arg(c"owner", ArgKind::Str),
+            Arg { name: c"lease-ms", kind: ArgKind::Int, token: None, optional: true },
+        ],
+    },
+    Spec {
+        name: c"lock.renew",
+        handler: commands::renew_cmd,
+        flags: c"write fast",
+        acl: c"write fast",
+        arity: 4,
+        summary: c"Resets the lease of a lock held by the owner (watchdog renewal)",
+        complexity: c"O(1)",
+        key_flags: RW_UPDATE,
+        args: &[arg(c"key", ArgKind::Key), arg(c"owner", ArgKind::Str), arg(c"lease-ms", ArgKind::Int)],
+    },
+    Spec {
+        name: c"lock.forcerelease",
+        handler: commands::force_release_cmd,
+        flags: c"write fast",
+        acl: c"write fast",
+        arity: 2,
+        summary: c"Frees a lock whoever holds it (or hands it to the next waiter)",
+        complexity: c"O(1)",
+        key_flags: RW_ACCESS_DELETE,
+        args: &[arg(c"key", ArgKind::Key)],
+    },
+    Spec {
+        name: c"lock.info",
+        handler: commands::info_cmd,
+        flags: c"readonly fast",
+        acl: c"read fast",
+        arity: 2,
+        summary: c"Returns a lock's owners with hold counts, its PTTL and the number of waiting clients",
+        complexity: c"O(N) where N is the number of owner fields (1 for a Redisson lock)",
+        key_flags: RO_ACCESS,
+        args: &[arg(c"key", ArgKind::Key)],
+    },
+];
+
+static VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {
+    version: 1,
+    sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
+    sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+    sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
+};
+
+fn describe(ctx: Ctx, spec: &Spec) -> Result<(), String> {
+    let cmd = rm!(RedisModule_GetCommand(ctx, spec.name.as_ptr()) else null_mut());
+    if cmd.is_null() {
+        return Err(format!("cannot find command {:?}", spec.name));
+    }
+    // Zero-terminated arrays, as RM_SetCommandInfo expects.
+    // SAFETY: all-zero is a valid value for these plain C structs (null pointers, zero ints).
+    let mut key_specs: [raw::RedisModuleCommandKeySpec; 2] = unsafe { std::mem::zeroed() };
+    key_specs[0].flags = u64::from(spec.key_flags);
+    key_specs[0].begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+    key_specs[0].bs.index = raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos: 1 };
+    key_specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+    key_specs[0].fk.range =
+        raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 { lastkey: 0, keystep: 1, limit: 0 };
+
+    let mut args: Vec<raw::RedisModuleCommandArg> = spec
+        .args
+        .iter()
+        .map(|a| {
+            // SAFETY: as above.
+            let mut r: raw::RedisModuleCommandArg = unsafe { std::mem::zeroed() };
+            r.name = a.name.as_ptr();
+            r.type_ = match a.kind {
+                ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
+                ArgKind::Str => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+                ArgKind::Int => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+            };
+            r.key_spec_index = if matches!(a.kind, ArgKind::Key) { 0 } else { -1 };
+            r.token = a.token.map_or(null(), CStr::as_ptr);
+            r.flags = if a.optional { raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int } else { 0 };
+            r
+        })
+        .collect();
+    // SAFETY: terminator entry.
+    args.push(unsafe { std::mem::zeroed() });
+
+    // SAFETY: as above.
+    let mut info: raw::RedisModuleCommandInfo = unsafe { std::mem::zeroed() };
+    info.version = &VERSION;
+    info.summary = spec.summary.as_ptr();
+    info.complexity = spec.complexity.as_ptr();
+    info.since = c"1.0.0".as_ptr();
+    info.arity = spec.arity;
+    info.key_specs = key_specs.as_mut_ptr();
+    info.args = args.as_mut_ptr();
+    if rm!(RedisModule_SetCommandInfo(cmd, &info) else raw::REDISMODULE_ERR as c_int)
+        != raw::REDISMODULE_OK as c_int
+    {
+        return Err(format!("RM_SetCommandInfo failed for {:?}", spec.name));
+    }
+    if let Some(set_acl) = rm::api!(RedisModule_SetCommandACLCategories) {
+        if unsafe { set_acl(cmd, spec.acl.as_ptr()) } != raw::REDISMODULE_OK as c_int {
+            return Err(format!("cannot set ACL categories of {:?}", spec.name));
+        }
+    }
+    Ok(())
+}
+
+/// Create every LOCK.* command and describe it.
+pub fn register(ctx: Ctx) -> Result<(), String> {
+    for spec in &SPECS {
+        let ok = rm!(RedisModule_CreateCommand(
+            ctx,
+            spec.name.as_ptr(),
+            Some(spec.handler),
+            spec.flags.as_ptr(),
+            1,
+            1,
+            1,
+        ) else raw::REDISMODULE_ERR as c_int);
+        if ok != raw::REDISMODULE_OK as c_int {
+            return Err(format!("cannot create command {:?}", spec.name));
+        }
+        describe(ctx, spec)?;
+    }
+    Ok(())
+}

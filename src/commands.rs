@@ -1,0 +1,262 @@
+//! The LOCK.* command handlers: parse, read the key, decide (state.rs), write (effects.rs).
+//! Every refusal happens before the first write.
+
+use crate::args::{self, ArgError};
+use crate::effects;
+use crate::rm::{self, rm, Ctx, Key, KeyKind, RStr};
+use crate::state::{self, LockView, StateError};
+use crate::stats;
+use crate::wait;
+use redis_module::raw;
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Why a command was refused.
+pub enum Refusal {
+    Arg(ArgError),
+    State(StateError),
+}
+
+impl From<ArgError> for Refusal {
+    fn from(e: ArgError) -> Self {
+        Refusal::Arg(e)
+    }
+}
+impl From<StateError> for Refusal {
+    fn from(e: StateError) -> Self {
+        Refusal::State(e)
+    }
+}
+
+type Handler = fn(Ctx, &[RStr], &[&[u8]]) -> Result<(), Refusal>;
+
+/// Most argv a LOCK.* command can accept; more is always an error and takes the slow path.
+const MAX_ARGS: usize = 8;
+
+/// Common entry: argv as Redis strings and as bytes, errors turned into replies, panics caught.
+fn run(ctx: Ctx, argv: *mut RStr, argc: c_int, handler: Handler) -> c_int {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let n = usize::try_from(argc).unwrap_or(0);
+        let strs: &[RStr] = if argv.is_null() || n == 0 {
+            &[]
+        } else {
+            // SAFETY: Redis passes argc valid strings at argv.
+            unsafe { std::slice::from_raw_parts(argv, n) }
+        };
+        let strs = strs.get(1..).unwrap_or(&[]);
+        let mut stack: [&[u8]; MAX_ARGS] = [&[]; MAX_ARGS];
+        let heap: Vec<&[u8]>;
+        let bytes: &[&[u8]] = if strs.len() <= MAX_ARGS {
+            for (slot, s) in stack.iter_mut().zip(strs) {
+                *slot = rm::bytes(*s);
+            }
+            stack.get(..strs.len()).unwrap_or(&[])
+        } else {
+            heap = strs.iter().map(|s| rm::bytes(*s)).collect();
+            &heap
+        };
+        handler(ctx, strs, bytes)
+    }));
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(Refusal::Arg(ArgError::Arity))) => {
+            rm!(RedisModule_WrongArity(ctx) else 0);
+        }
+        Ok(Err(Refusal::Arg(e))) => {
+            stats::ERRORS.inc();
+            rm::reply_error(ctx, &e.to_string());
+        }
+        Ok(Err(Refusal::State(e))) => {
+            stats::ERRORS.inc();
+            rm::reply_error(ctx, e.message());
+        }
+        Err(_) => {
+            stats::PANICS.inc();
+            rm::reply_error(ctx, "ERR lock module internal error (panic caught, see the Redis log)");
+        }
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Read what the lock key holds for `owner`.
+fn view(key: &Key, owner: RStr) -> LockView {
+    match key.kind() {
+        KeyKind::Empty => LockView::Free,
+        KeyKind::Other => LockView::WrongType,
+        KeyKind::Hash => LockView::Hash { mine: key.hash_get(owner, state::parse_count) },
+    }
+}
+
+/// argv[1] and argv[2]: the key and owner strings (arity was checked by the parser).
+fn key_owner(strs: &[RStr]) -> Result<(RStr, RStr), Refusal> {
+    match strs {
+        [k, o, ..] => Ok((*k, *o)),
+        _ => Err(ArgError::Arity.into()),
+    }
+}
+
+fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+    let a = args::acquire(argv)?;
+    let (name, owner) = key_owner(strs)?;
+    let now = rm::millis();
+    let deadline = args::deadline(now, a.lease_ms, args::LEASE)?;
+    let wait_deadline = match a.wait_ms {
+        Some(t) if t > 0 => Some(args::deadline(now, t, args::TIMEOUT)?),
+        _ => None,
+    };
+    let key = Key::write(ctx, name);
+    let mut v = view(&key, owner);
+    // Waiters go first: a lock freed behind our back (expiry, DEL...) and not yet handed over
+    // belongs to the head of the queue, not to this newcomer.
+    if v == LockView::Free && wait::has_waiters(ctx, name) && wait::grant_head(ctx, &key, name, now, false) {
+        v = view(&key, owner);
+    }
+    match state::acquire(&v)? {
+        state::Acquire::Create => {
+            effects::grant(ctx, &key, name, owner, 1, deadline, now);
+            stats::ACQUIRES_NEW.inc();
+            rm::reply_null(ctx);
+        }
+        state::Acquire::Reenter { new_count } => {
+            effects::grant(ctx, &key, name, owner, new_count, deadline, now);
+            stats::ACQUIRES_REENTRANT.inc();
+            rm::reply_null(ctx);
+        }
+        state::Acquire::Contended => {
+            stats::ACQUIRES_CONTENDED.inc();
+            let may_block = a.wait_ms.is_some()
+                && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING)
+                && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_MULTI | raw::REDISMODULE_CTX_FLAGS_LUA);
+            if may_block {
+                let lock_deadline = key.deadline();
+                drop(key);
+                wait::block(ctx, name, a.owner, a.lease_ms, wait_deadline, lock_deadline, now);
+            } else {
+                rm::reply_int(ctx, key.pttl());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+    let a = args::release(argv)?;
+    let (name, owner) = key_owner(strs)?;
+    let now = rm::millis();
+    let deadline = a.lease_ms.map(|l| args::deadline(now, l, args::LEASE)).transpose()?;
+    let key = Key::write(ctx, name);
+    match state::release(&view(&key, owner))? {
+        state::Release::NotOwner => {
+            stats::RELEASES_NOT_OWNER.inc();
+            rm::reply_null(ctx);
+        }
+        state::Release::Decrement { new_count } => {
+            effects::set_count(ctx, &key, name, owner, new_count, c"-1");
+            if let Some(d) = deadline {
+                effects::set_lease(ctx, &key, name, d, now);
+            }
+            rm::signal_modified(ctx, name);
+            stats::RELEASES_PARTIAL.inc();
+            rm::reply_int(ctx, 0);
+        }
+        state::Release::Free => {
+            free_lock(ctx, &key, name, now);
+            stats::RELEASES_FULL.inc();
+            rm::reply_int(ctx, 1);
+        }
+    }
+    Ok(())
+}
+
+/// Delete the lock, then hand it to the head waiter, or publish that it is free.
+fn free_lock(ctx: Ctx, key: &Key, name: RStr, now: i64) {
+    effects::delete(ctx, key, name);
+    if !wait::grant_head(ctx, key, name, now, true) {
+        effects::publish_release(ctx, name);
+    }
+}
+
+fn renew(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+    let a = args::renew(argv)?;
+    let (name, owner) = key_owner(strs)?;
+    let now = rm::millis();
+    let deadline = args::deadline(now, a.lease_ms, args::LEASE)?;
+    let key = Key::write(ctx, name);
+    if state::renew(&view(&key, owner))? {
+        effects::set_lease(ctx, &key, name, deadline, now);
+        rm::signal_modified(ctx, name);
+        stats::RENEWALS_OK.inc();
+        rm::reply_int(ctx, 1);
+    } else {
+        stats::RENEWALS_MISSED.inc();
+        rm::reply_int(ctx, 0);
+    }
+    Ok(())
+}
+
+fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+    args::key_only(argv)?;
+    let name = *strs.first().ok_or(Refusal::Arg(ArgError::Arity))?;
+    let key = Key::write(ctx, name);
+    match key.kind() {
+        KeyKind::Other => return Err(StateError::WrongType.into()),
+        KeyKind::Empty => {
+            stats::FORCE_RELEASES_MISSED.inc();
+            rm::reply_int(ctx, 0);
+        }
+        KeyKind::Hash => {
+            free_lock(ctx, &key, name, rm::millis());
+            stats::FORCE_RELEASES.inc();
+            rm::reply_int(ctx, 1);
+        }
+    }
+    Ok(())
+}
+
+fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+    args::key_only(argv)?;
+    let name = *strs.first().ok_or(Refusal::Arg(ArgError::Arity))?;
+    let key = Key::read(ctx, name);
+    match key.kind() {
+        KeyKind::Empty => {
+            rm::reply_null(ctx);
+            return Ok(());
+        }
+        KeyKind::Other => return Err(StateError::WrongType.into()),
+        KeyKind::Hash => {}
+    }
+    let entries = key.hash_entries();
+    let mut owners = Vec::with_capacity(entries.len());
+    for (field, value) in &entries {
+        owners.push((field, state::parse_count(value)?));
+    }
+    let waiters = wait::waiting_on(rm::selected_db(ctx), rm::bytes(name));
+    rm::reply_map(ctx, 3);
+    rm::reply_bytes(ctx, b"owners");
+    rm::reply_map(ctx, owners.len());
+    for (field, count) in owners {
+        rm::reply_bytes(ctx, field);
+        rm::reply_int(ctx, count);
+    }
+    rm::reply_bytes(ctx, b"pttl");
+    rm::reply_int(ctx, key.pttl());
+    rm::reply_bytes(ctx, b"waiters");
+    rm::reply_int(ctx, waiters as i64);
+    Ok(())
+}
+
+pub unsafe extern "C" fn acquire_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
+    run(ctx, argv, argc, acquire)
+}
+pub unsafe extern "C" fn release_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
+    run(ctx, argv, argc, release)
+}
+pub unsafe extern "C" fn renew_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
+    run(ctx, argv, argc, renew)
+}
+pub unsafe extern "C" fn force_release_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
+    run(ctx, argv, argc, force_release)
+}
+pub unsafe extern "C" fn info_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
+    run(ctx, argv, argc, info)
+}

@@ -1,0 +1,69 @@
+//! Writes to a lock key together with their effects: replication to replicas and the AOF as
+//! plain commands (HINCRBY, PEXPIREAT with the absolute deadline, DEL, PUBLISH), the keyspace
+//! notifications the native commands would fire, WATCH invalidation, and the release message.
+
+use crate::config::{self, PublishMode};
+use crate::rm::{self, Ctx, Key, OwnedStr, RStr};
+use crate::stats;
+use redis_module::raw;
+use std::ffi::CStr;
+
+const NOTIFY_HASH: i32 = raw::REDISMODULE_NOTIFY_HASH;
+const NOTIFY_GENERIC: i32 = raw::REDISMODULE_NOTIFY_GENERIC;
+
+/// Set `owner`'s hold count to `count` where the replicated change is `HINCRBY key owner delta`.
+pub fn set_count(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, delta: &CStr) {
+    let value = OwnedStr::from_i64(count);
+    key.hash_set(owner, value.ptr());
+    rm::replicate_key_owner_delta(ctx, name, owner, delta);
+    rm::notify(ctx, NOTIFY_HASH, c"hincrby", name);
+}
+
+/// Set the lease to end at `deadline`, replicated as PEXPIREAT.
+pub fn set_lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64) {
+    key.set_deadline(deadline, now);
+    rm::replicate_pexpireat(ctx, name, deadline);
+    rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);
+}
+
+/// A new or reentrant hold: count and lease in one go.
+pub fn grant(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, deadline: i64, now: i64) {
+    set_count(ctx, key, name, owner, count, c"1");
+    set_lease(ctx, key, name, deadline, now);
+    rm::signal_modified(ctx, name);
+}
+
+/// Delete the lock key, replicated as DEL.
+pub fn delete(ctx: Ctx, key: &Key, name: RStr) {
+    key.delete();
+    rm::replicate_del(ctx, name);
+    rm::notify(ctx, NOTIFY_GENERIC, c"del", name);
+    rm::signal_modified(ctx, name);
+}
+
+/// Publish the release message `0` on the lock's channel, per `lock.publish-mode`.
+/// Outside cluster mode the PUBLISH is also replicated so replica subscribers get it.
+pub fn publish_release(ctx: Ctx, name: RStr) {
+    let mode = config::mode();
+    if mode == PublishMode::Off {
+        return;
+    }
+    let cluster = rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_CLUSTER);
+    let sharded = match mode {
+        PublishMode::Auto => cluster,
+        PublishMode::Sharded => true,
+        PublishMode::Global | PublishMode::Off => false,
+    };
+    let channel = OwnedStr::new(&config::channel(rm::bytes(name)));
+    let msg = OwnedStr::new(b"0");
+    let published = match (sharded, rm::api!(RedisModule_PublishMessageShard)) {
+        (true, Some(f)) => unsafe { f(ctx, channel.ptr(), msg.ptr()) },
+        _ => rm::rm!(RedisModule_PublishMessage(ctx, channel.ptr(), msg.ptr()) else 0),
+    };
+    let _ = published;
+    if !cluster {
+        let cmd = if sharded { c"SPUBLISH" } else { c"PUBLISH" };
+        rm::replicate_publish(ctx, cmd, channel.ptr(), msg.ptr());
+    }
+    stats::PUBLISHES.inc();
+}

@@ -1,0 +1,104 @@
+//! redis-lock: a Redis module with native, Redisson-compatible distributed lock commands.
+//!
+//! Layout (one concern per file):
+//! - `args`: argument parsing (pure)
+//! - `state`: lock state transitions (pure)
+//! - `queue`: the per-key FIFO waiter queue (pure)
+//! - `rm`: thin wrappers over the raw module API
+//! - `effects`: writes with their replication, notifications and release message
+//! - `commands`: the LOCK.* handlers
+//! - `wait`: blocking, handoff, lease timers and keyspace/server events
+//! - `config`, `stats`, `cmdinfo`: configs, INFO section, command registration and docs
+
+pub mod args;
+pub mod queue;
+pub mod state;
+
+mod cmdinfo;
+mod commands;
+mod config;
+mod effects;
+mod rm;
+mod stats;
+mod wait;
+
+use redis_module::{raw, redis_module, Context, RedisString, Status};
+use rm::rm;
+use std::os::raw::c_int;
+
+#[cfg(not(test))]
+macro_rules! alloc {
+    () => {
+        redis_module::alloc::RedisAlloc
+    };
+}
+#[cfg(test)]
+macro_rules! alloc {
+    () => {
+        std::alloc::System
+    };
+}
+
+fn fail(ctx: &Context, msg: &str) -> Status {
+    rm::log(ctx.ctx, c"warning", &format!("lock module: {msg}"));
+    Status::Err
+}
+
+fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        rm::log(std::ptr::null_mut(), c"warning", &format!("lock module panic: {info}"));
+        default(info);
+    }));
+}
+
+fn init(ctx: &Context, args: &[RedisString]) -> Status {
+    if let Some(name) = rm::missing_required() {
+        return fail(ctx, &format!("this server lacks {name}; Redis 7.0 or newer is required"));
+    }
+    install_panic_hook();
+    let ctx = ctx.ctx;
+    let arg_bytes: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+    let context = Context::new(ctx);
+    rm!(RedisModule_SetModuleOptions(ctx, raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int) else ());
+    if let Err(e) = config::register(ctx, &arg_bytes) {
+        return fail(&context, &e);
+    }
+    if let Err(e) = cmdinfo::register(ctx) {
+        return fail(&context, &e);
+    }
+    stats::register_info(ctx);
+    let all = rm!(RedisModule_GetKeyspaceNotificationFlagsAll() else raw::REDISMODULE_NOTIFY_ALL);
+    let events = all & raw::REDISMODULE_NOTIFY_ALL;
+    if rm!(RedisModule_SubscribeToKeyspaceEvents(ctx, events, Some(wait::on_key_event)) else 1) != 0 {
+        return fail(&context, "cannot subscribe to keyspace events");
+    }
+    let subscribe = |id: u64, cb: raw::RedisModuleEventCallback| {
+        let ev = raw::RedisModuleEvent { id, dataver: 1 };
+        rm!(RedisModule_SubscribeToServerEvent(ctx, ev, cb) else 1)
+    };
+    if subscribe(raw::REDISMODULE_EVENT_FLUSHDB, Some(wait::on_flush)) != 0
+        || subscribe(raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED, Some(wait::on_role_change)) != 0
+    {
+        return fail(&context, "cannot subscribe to server events");
+    }
+    Status::Ok
+}
+
+fn deinit(ctx: &Context) -> Status {
+    if wait::can_unload() {
+        Status::Ok
+    } else {
+        fail(ctx, "clients are waiting for locks; MODULE UNLOAD refused until they are served")
+    }
+}
+
+redis_module! {
+    name: "lock",
+    version: 10000,
+    allocator: (alloc!(), alloc!()),
+    data_types: [],
+    init: init,
+    deinit: deinit,
+    commands: [],
+}

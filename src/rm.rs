@@ -1,0 +1,367 @@
+//! Thin wrappers over the raw Redis module API that the rest of the glue uses.
+//!
+//! Every API pointer is checked once at load (`lib.rs` refuses to load without the ones listed
+//! in [`REQUIRED`]); the `rm!` macro still carries a fallback so no call can panic.
+
+use redis_module::raw;
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_longlong};
+use std::ptr::null_mut;
+
+pub type Ctx = *mut raw::RedisModuleCtx;
+pub type RStr = *mut raw::RedisModuleString;
+
+/// Call a raw API function, or evaluate the fallback when the server lacks it.
+macro_rules! rm {
+    ($f:ident ( $($a:expr),* $(,)? ) else $d:expr) => {
+        {
+            #[allow(unused_unsafe)]
+            let f = unsafe { redis_module::raw::$f };
+            match f {
+                #[allow(unused_unsafe)]
+                Some(f) => unsafe { f($($a),*) },
+                None => $d,
+            }
+        }
+    };
+}
+pub(crate) use rm;
+
+/// The API function pointer, `None` when the running server lacks it.
+macro_rules! api {
+    ($f:ident) => {
+        // SAFETY: the pointers are written once by RedisModule_Init, before any callback.
+        {
+            #[allow(unused_unsafe)]
+            let f = unsafe { redis_module::raw::$f };
+            f
+        }
+    };
+}
+pub(crate) use api;
+
+/// APIs the module cannot work without (all exist in Redis 7.0.0).
+pub fn missing_required() -> Option<&'static str> {
+    macro_rules! check {
+        ($($f:ident),*) => {{ $( if api!($f).is_none() { return Some(stringify!($f)); } )* None }};
+    }
+    check!(
+        RedisModule_OpenKey,
+        RedisModule_CloseKey,
+        RedisModule_KeyType,
+        RedisModule_HashGet,
+        RedisModule_HashSet,
+        RedisModule_GetExpire,
+        RedisModule_SetExpire,
+        RedisModule_DeleteKey,
+        RedisModule_Replicate,
+        RedisModule_NotifyKeyspaceEvent,
+        RedisModule_PublishMessage,
+        RedisModule_Milliseconds,
+        RedisModule_CreateString,
+        RedisModule_FreeString,
+        RedisModule_StringPtrLen,
+        RedisModule_GetSelectedDb,
+        RedisModule_SelectDb,
+        RedisModule_GetContextFlags,
+        RedisModule_SignalModifiedKey,
+        RedisModule_BlockClient,
+        RedisModule_UnblockClient,
+        RedisModule_SetDisconnectCallback,
+        RedisModule_GetBlockedClientPrivateData,
+        RedisModule_GetBlockedClientHandle,
+        RedisModule_CreateTimer,
+        RedisModule_StopTimer,
+        RedisModule_ReplyWithNull,
+        RedisModule_ReplyWithLongLong,
+        RedisModule_ReplyWithError,
+        RedisModule_ReplyWithArray,
+        RedisModule_ReplyWithStringBuffer,
+        RedisModule_WrongArity,
+        RedisModule_ScanKey,
+        RedisModule_ScanCursorCreate,
+        RedisModule_ScanCursorDestroy,
+        RedisModule_CreateCommand,
+        RedisModule_SubscribeToKeyspaceEvents,
+        RedisModule_SubscribeToServerEvent,
+        RedisModule_CreateStringFromLongLong
+    )
+}
+
+/// Bytes of a Redis string. The slice lives as long as the string is not freed or changed.
+pub fn bytes<'a>(s: RStr) -> &'a [u8] {
+    if s.is_null() {
+        return &[];
+    }
+    let mut len = 0usize;
+    let p = rm!(RedisModule_StringPtrLen(s, &mut len) else std::ptr::null());
+    if p.is_null() {
+        return &[];
+    }
+    // SAFETY: Redis guarantees `len` readable bytes at `p` while the string lives.
+    unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }
+}
+
+/// Current unix time in milliseconds, as Redis measures it.
+pub fn millis() -> i64 {
+    rm!(RedisModule_Milliseconds() else 0)
+}
+
+pub fn ctx_flags(ctx: Ctx) -> u32 {
+    rm!(RedisModule_GetContextFlags(ctx) else 0) as u32
+}
+
+pub fn flag(ctx: Ctx, f: u32) -> bool {
+    ctx_flags(ctx) & f != 0
+}
+
+pub fn selected_db(ctx: Ctx) -> i32 {
+    rm!(RedisModule_GetSelectedDb(ctx) else 0)
+}
+
+pub fn select_db(ctx: Ctx, db: i32) {
+    rm!(RedisModule_SelectDb(ctx, db) else 0);
+}
+
+/// A Redis string this module owns; freed on drop.
+pub struct OwnedStr(RStr);
+
+impl OwnedStr {
+    pub fn new(b: &[u8]) -> OwnedStr {
+        OwnedStr(
+            rm!(RedisModule_CreateString(null_mut(), b.as_ptr().cast::<c_char>(), b.len()) else null_mut()),
+        )
+    }
+    pub fn from_i64(n: i64) -> OwnedStr {
+        OwnedStr(rm!(RedisModule_CreateStringFromLongLong(null_mut(), n) else null_mut()))
+    }
+    pub fn ptr(&self) -> RStr {
+        self.0
+    }
+}
+
+impl Drop for OwnedStr {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            rm!(RedisModule_FreeString(null_mut(), self.0) else ());
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    Empty,
+    Hash,
+    Other,
+}
+
+/// An open key, closed on drop.
+pub struct Key {
+    ctx: Ctx,
+    ptr: *mut raw::RedisModuleKey,
+}
+
+impl Key {
+    /// Open for reading and writing. Opening deletes the key if its lease already passed.
+    pub fn write(ctx: Ctx, name: RStr) -> Key {
+        let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
+        Key { ctx, ptr: rm!(RedisModule_OpenKey(ctx, name, mode) else null_mut()) }
+    }
+
+    /// Open read-only (the handle is null when the key does not exist).
+    pub fn read(ctx: Ctx, name: RStr) -> Key {
+        let mode = raw::REDISMODULE_READ as c_int;
+        Key { ctx, ptr: rm!(RedisModule_OpenKey(ctx, name, mode) else null_mut()) }
+    }
+
+    pub fn kind(&self) -> KeyKind {
+        if self.ptr.is_null() {
+            return KeyKind::Empty;
+        }
+        match rm!(RedisModule_KeyType(self.ptr) else 0) as isize {
+            raw::REDISMODULE_KEYTYPE_EMPTY => KeyKind::Empty,
+            raw::REDISMODULE_KEYTYPE_HASH => KeyKind::Hash,
+            _ => KeyKind::Other,
+        }
+    }
+
+    /// Run `f` on the bytes of hash field `field`, if present.
+    pub fn hash_get<R>(&self, field: RStr, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if self.ptr.is_null() {
+            return None;
+        }
+        let mut out: RStr = null_mut();
+        let flags = raw::REDISMODULE_HASH_NONE as c_int;
+        let end: RStr = null_mut();
+        rm!(RedisModule_HashGet(self.ptr, flags, field, &mut out as *mut RStr, end) else 0);
+        if out.is_null() {
+            return None;
+        }
+        let r = f(bytes(out));
+        rm!(RedisModule_FreeString(self.ctx, out) else ());
+        Some(r)
+    }
+
+    /// Set hash field `field` to `value`, creating the hash if needed.
+    pub fn hash_set(&self, field: RStr, value: RStr) {
+        let flags = raw::REDISMODULE_HASH_NONE as c_int;
+        let end: RStr = null_mut();
+        rm!(RedisModule_HashSet(self.ptr, flags, field, value, end) else 0);
+    }
+
+    /// Remaining ms, or -1 without a TTL, or -2 when the key does not exist (like PTTL).
+    pub fn pttl(&self) -> i64 {
+        if self.kind() == KeyKind::Empty {
+            return -2;
+        }
+        rm!(RedisModule_GetExpire(self.ptr) else -1)
+    }
+
+    /// Absolute expiry in unix ms, `None` without a TTL (or without a key).
+    pub fn deadline(&self) -> Option<i64> {
+        if self.kind() == KeyKind::Empty {
+            return None;
+        }
+        let d = match api!(RedisModule_GetAbsExpire) {
+            Some(f) => unsafe { f(self.ptr) },
+            None => {
+                let rel = rm!(RedisModule_GetExpire(self.ptr) else -1);
+                if rel < 0 {
+                    -1
+                } else {
+                    millis().saturating_add(rel)
+                }
+            }
+        };
+        (d >= 0).then_some(d)
+    }
+
+    /// Expire at `deadline` (unix ms). `now` is the base `deadline` was computed from, used
+    /// only on servers older than 7.0.5 that lack RM_SetAbsExpire.
+    pub fn set_deadline(&self, deadline: i64, now: i64) {
+        match api!(RedisModule_SetAbsExpire) {
+            Some(f) => unsafe {
+                f(self.ptr, deadline);
+            },
+            None => {
+                rm!(RedisModule_SetExpire(self.ptr, deadline.saturating_sub(now).max(1)) else 0);
+            }
+        }
+    }
+
+    pub fn delete(&self) {
+        rm!(RedisModule_DeleteKey(self.ptr) else 0);
+    }
+
+    /// Every (field, value) of the hash.
+    pub fn hash_entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        if self.kind() != KeyKind::Hash {
+            return out;
+        }
+        unsafe extern "C" fn collect(
+            _key: *mut raw::RedisModuleKey,
+            field: RStr,
+            value: RStr,
+            privdata: *mut std::os::raw::c_void,
+        ) {
+            // SAFETY: privdata is the `out` vector below, alive for the whole scan.
+            let out = unsafe { &mut *privdata.cast::<Vec<(Vec<u8>, Vec<u8>)>>() };
+            out.push((bytes(field).to_vec(), bytes(value).to_vec()));
+        }
+        let cursor = rm!(RedisModule_ScanCursorCreate() else null_mut());
+        if cursor.is_null() {
+            return out;
+        }
+        let pd = (&mut out as *mut Vec<(Vec<u8>, Vec<u8>)>).cast::<std::os::raw::c_void>();
+        while rm!(RedisModule_ScanKey(self.ptr, cursor, Some(collect), pd) else 0) != 0 {}
+        rm!(RedisModule_ScanCursorDestroy(cursor) else ());
+        out
+    }
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            rm!(RedisModule_CloseKey(self.ptr) else ());
+        }
+    }
+}
+
+/// Send `cmd` to replicas and the AOF.
+pub fn replicate_key_owner_delta(ctx: Ctx, key: RStr, owner: RStr, delta: &CStr) {
+    rm!(RedisModule_Replicate(ctx, c"HINCRBY".as_ptr(), c"ssc".as_ptr(), key, owner, delta.as_ptr()) else 0);
+}
+
+pub fn replicate_pexpireat(ctx: Ctx, key: RStr, deadline: i64) {
+    let d: c_longlong = deadline;
+    rm!(RedisModule_Replicate(ctx, c"PEXPIREAT".as_ptr(), c"sl".as_ptr(), key, d) else 0);
+}
+
+pub fn replicate_del(ctx: Ctx, key: RStr) {
+    rm!(RedisModule_Replicate(ctx, c"DEL".as_ptr(), c"s".as_ptr(), key) else 0);
+}
+
+pub fn replicate_publish(ctx: Ctx, cmd: &CStr, channel: RStr, msg: RStr) {
+    rm!(RedisModule_Replicate(ctx, cmd.as_ptr(), c"ss".as_ptr(), channel, msg) else 0);
+}
+
+pub fn notify(ctx: Ctx, class: c_int, event: &CStr, key: RStr) {
+    rm!(RedisModule_NotifyKeyspaceEvent(ctx, class, event.as_ptr(), key) else 0);
+}
+
+pub fn signal_modified(ctx: Ctx, key: RStr) {
+    rm!(RedisModule_SignalModifiedKey(ctx, key) else 0);
+}
+
+pub fn reply_null(ctx: Ctx) -> c_int {
+    rm!(RedisModule_ReplyWithNull(ctx) else 0)
+}
+
+pub fn reply_int(ctx: Ctx, n: i64) -> c_int {
+    rm!(RedisModule_ReplyWithLongLong(ctx, n) else 0)
+}
+
+/// Reply with an error; `msg` must start with the error code (`ERR ...`).
+pub fn reply_error(ctx: Ctx, msg: &str) -> c_int {
+    let clean: Vec<u8> = msg
+        .bytes()
+        .map(|b| if b == 0 || b == b'\r' || b == b'\n' { b' ' } else { b })
+        .chain(std::iter::once(0))
+        .collect();
+    rm!(RedisModule_ReplyWithError(ctx, clean.as_ptr().cast::<c_char>()) else 0)
+}
+
+pub fn reply_bytes(ctx: Ctx, b: &[u8]) -> c_int {
+    rm!(RedisModule_ReplyWithStringBuffer(ctx, b.as_ptr().cast::<c_char>(), b.len()) else 0)
+}
+
+/// Start a map of `n` pairs (a flat array of 2n elements for RESP2 clients).
+pub fn reply_map(ctx: Ctx, n: usize) {
+    let n = n as std::os::raw::c_long;
+    match api!(RedisModule_ReplyWithMap) {
+        Some(f) => unsafe {
+            f(ctx, n);
+        },
+        None => {
+            rm!(RedisModule_ReplyWithArray(ctx, n * 2) else 0);
+        }
+    }
+}
+
+/// Write a line to the Redis log at `level` ("warning", "notice", ...).
+pub fn log(ctx: Ctx, level: &CStr, msg: &str) {
+    let clean: Vec<u8> =
+        msg.bytes().map(|b| if b == 0 { b' ' } else { b }).chain(std::iter::once(0)).collect();
+    rm!(RedisModule_Log(ctx, level.as_ptr(), c"%s".as_ptr(), clean.as_ptr()) else ());
+}
+
+impl OwnedStr {
+    /// Create a string and give up ownership (for APIs that take it over).
+    pub fn leak(b: &[u8]) -> RStr {
+        let s = OwnedStr::new(b);
+        let p = s.0;
+        std::mem::forget(s);
+        p
+    }
+}

@@ -1,0 +1,141 @@
+//! Lock state transitions, decided from what the command read from the key.
+//!
+//! Pure: the Redis glue reads the key (does it exist, is it a hash, the caller's hold count) into
+//! a [`LockView`], asks one of these functions what to do, and applies the answer. Everything
+//! that can refuse the command is decided here, before the glue writes anything.
+
+/// What a command saw at the lock key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockView {
+    /// No key: the lock is free.
+    Free,
+    /// A hash. `mine` is the caller's hold count if its field is present, already run through
+    /// [`parse_count`].
+    Hash { mine: Option<Result<i64, StateError>> },
+    /// Any other type.
+    WrongType,
+}
+
+/// Refusals decided from the key's content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateError {
+    WrongType,
+    /// The owner's field is not a positive integer count.
+    CorruptCount,
+}
+
+impl StateError {
+    pub fn message(&self) -> &'static str {
+        match self {
+            StateError::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
+            StateError::CorruptCount => "ERR lock hash holds a hold count that is not a positive integer",
+        }
+    }
+}
+
+/// A hold count as HINCRBY writes it: a decimal integer >= 1.
+pub fn parse_count(raw: &[u8]) -> Result<i64, StateError> {
+    match crate::args::parse_i64(raw) {
+        Some(n) if n >= 1 => Ok(n),
+        _ => Err(StateError::CorruptCount),
+    }
+}
+
+fn my_count(mine: &Option<Result<i64, StateError>>) -> Result<Option<i64>, StateError> {
+    mine.clone().transpose()
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquire {
+    /// Create the hash with `owner -> 1`.
+    Create,
+    /// Owner re-enters: the count becomes `new_count`.
+    Reenter { new_count: i64 },
+    /// Someone else holds it.
+    Contended,
+}
+
+pub fn acquire(view: &LockView) -> Result<Acquire, StateError> {
+    match view {
+        LockView::Free => Ok(Acquire::Create),
+        LockView::WrongType => Err(StateError::WrongType),
+        LockView::Hash { mine } => match my_count(mine)? {
+            None => Ok(Acquire::Contended),
+            Some(n) => n
+                .checked_add(1)
+                .map(|new_count| Acquire::Reenter { new_count })
+                .ok_or(StateError::CorruptCount),
+        },
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Release {
+    /// The caller does not hold the lock.
+    NotOwner,
+    /// Still held by the caller with `new_count` holds.
+    Decrement { new_count: i64 },
+    /// Last hold released: the lock becomes free (or passes to the next waiter).
+    Free,
+}
+
+pub fn release(view: &LockView) -> Result<Release, StateError> {
+    match view {
+        LockView::Free => Ok(Release::NotOwner),
+        LockView::WrongType => Err(StateError::WrongType),
+        LockView::Hash { mine } => Ok(match my_count(mine)? {
+            None => Release::NotOwner,
+            Some(1) => Release::Free,
+            Some(n) => Release::Decrement { new_count: n - 1 },
+        }),
+    }
+}
+
+/// `true` when the owner holds the lock and its lease should be reset.
+pub fn renew(view: &LockView) -> Result<bool, StateError> {
+    match view {
+        LockView::Free => Ok(false),
+        LockView::WrongType => Err(StateError::WrongType),
+        LockView::Hash { mine } => Ok(my_count(mine)?.is_some()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(c: &str) -> LockView {
+        LockView::Hash { mine: Some(parse_count(c.as_bytes())) }
+    }
+    const OTHER: LockView = LockView::Hash { mine: None };
+
+    #[test]
+    fn acquire_transitions() {
+        assert_eq!(acquire(&LockView::Free), Ok(Acquire::Create));
+        assert_eq!(acquire(&OTHER), Ok(Acquire::Contended));
+        assert_eq!(acquire(&held("2")), Ok(Acquire::Reenter { new_count: 3 }));
+        assert_eq!(acquire(&LockView::WrongType), Err(StateError::WrongType));
+        assert_eq!(acquire(&held("x")), Err(StateError::CorruptCount));
+        assert_eq!(acquire(&held("0")), Err(StateError::CorruptCount));
+        assert_eq!(acquire(&held("9223372036854775807")), Err(StateError::CorruptCount));
+    }
+
+    #[test]
+    fn release_transitions() {
+        assert_eq!(release(&LockView::Free), Ok(Release::NotOwner));
+        assert_eq!(release(&OTHER), Ok(Release::NotOwner));
+        assert_eq!(release(&held("1")), Ok(Release::Free));
+        assert_eq!(release(&held("5")), Ok(Release::Decrement { new_count: 4 }));
+        assert_eq!(release(&held("-1")), Err(StateError::CorruptCount));
+        assert_eq!(release(&LockView::WrongType), Err(StateError::WrongType));
+    }
+
+    #[test]
+    fn renew_transitions() {
+        assert_eq!(renew(&LockView::Free), Ok(false));
+        assert_eq!(renew(&OTHER), Ok(false));
+        assert_eq!(renew(&held("3")), Ok(true));
+        assert_eq!(renew(&held("")), Err(StateError::CorruptCount));
+        assert!(StateError::WrongType.message().starts_with("WRONGTYPE"));
+    }
+}

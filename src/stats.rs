@@ -1,0 +1,79 @@
+//! Counters shown in the `lock_stats` INFO section.
+
+use crate::rm::{rm, Ctx};
+use redis_module::raw;
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    const fn new() -> Counter {
+        Counter(AtomicU64::new(0))
+    }
+    pub fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+pub static ACQUIRES_NEW: Counter = Counter::new();
+pub static ACQUIRES_REENTRANT: Counter = Counter::new();
+pub static ACQUIRES_CONTENDED: Counter = Counter::new();
+pub static RELEASES_PARTIAL: Counter = Counter::new();
+pub static RELEASES_FULL: Counter = Counter::new();
+pub static RELEASES_NOT_OWNER: Counter = Counter::new();
+pub static RENEWALS_OK: Counter = Counter::new();
+pub static RENEWALS_MISSED: Counter = Counter::new();
+pub static FORCE_RELEASES: Counter = Counter::new();
+pub static FORCE_RELEASES_MISSED: Counter = Counter::new();
+pub static PUBLISHES: Counter = Counter::new();
+pub static WAITS_STARTED: Counter = Counter::new();
+pub static WAITS_GRANTED: Counter = Counter::new();
+pub static WAITS_TIMED_OUT: Counter = Counter::new();
+pub static WAITS_CANCELLED: Counter = Counter::new();
+pub static WAITS_FAILED: Counter = Counter::new();
+pub static HANDOFFS: Counter = Counter::new();
+pub static EXPIRY_GRANTS: Counter = Counter::new();
+pub static ERRORS: Counter = Counter::new();
+pub static PANICS: Counter = Counter::new();
+
+const FIELDS: [(&CStr, &Counter); 20] = [
+    (c"acquires_new", &ACQUIRES_NEW),
+    (c"acquires_reentrant", &ACQUIRES_REENTRANT),
+    (c"acquires_contended", &ACQUIRES_CONTENDED),
+    (c"releases_partial", &RELEASES_PARTIAL),
+    (c"releases_full", &RELEASES_FULL),
+    (c"releases_not_owner", &RELEASES_NOT_OWNER),
+    (c"renewals_ok", &RENEWALS_OK),
+    (c"renewals_missed", &RENEWALS_MISSED),
+    (c"force_releases", &FORCE_RELEASES),
+    (c"force_releases_missed", &FORCE_RELEASES_MISSED),
+    (c"release_messages", &PUBLISHES),
+    (c"waits_started", &WAITS_STARTED),
+    (c"waits_granted", &WAITS_GRANTED),
+    (c"waits_timed_out", &WAITS_TIMED_OUT),
+    (c"waits_cancelled", &WAITS_CANCELLED),
+    (c"waits_failed", &WAITS_FAILED),
+    (c"handoffs", &HANDOFFS),
+    (c"grants_after_free", &EXPIRY_GRANTS),
+    (c"errors", &ERRORS),
+    (c"panics_caught", &PANICS),
+];
+
+/// INFO callback: section `lock_stats` with every counter and the waiter gauges.
+pub unsafe extern "C" fn info(ictx: *mut raw::RedisModuleInfoCtx, _for_crash_report: i32) {
+    rm!(RedisModule_InfoAddSection(ictx, c"stats".as_ptr()) else 0);
+    for (name, c) in FIELDS {
+        rm!(RedisModule_InfoAddFieldULongLong(ictx, name.as_ptr(), c.get()) else 0);
+    }
+    let (waiters, keys) = crate::wait::gauges();
+    rm!(RedisModule_InfoAddFieldULongLong(ictx, c"waiters".as_ptr(), waiters as u64) else 0);
+    rm!(RedisModule_InfoAddFieldULongLong(ictx, c"keys_with_waiters".as_ptr(), keys as u64) else 0);
+}
+
+pub fn register_info(ctx: Ctx) {
+    rm!(RedisModule_RegisterInfoFunc(ctx, Some(info)) else 0);
+}

@@ -1,0 +1,423 @@
+//! Server-side FIFO waiting: blocked LOCK.ACQUIRE ... WAIT clients and the lock handoff.
+//!
+//! Clients block with a raw `RM_BlockClient` (no Redis timeout); their wait timeout runs on a
+//! module timer so it is exact, and a grant never reaches a client whose deadline passed.
+//! Frees that do not go through LOCK.RELEASE/FORCERELEASE are noticed three ways: a timer armed
+//! at the holder's lease deadline, keyspace events on keys that have waiters (DEL, RENAME, a
+//! foreign script, a type change...), and the FLUSHDB/FLUSHALL server event. Those paths write
+//! from a 0 ms timer, never inside the event callback.
+
+use crate::effects;
+use crate::queue::{KeyId, WaitQueues, Waiter};
+use crate::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::state::StateError;
+use crate::stats;
+use redis_module::raw;
+use std::collections::{HashMap, HashSet};
+use std::os::raw::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{LazyLock, Mutex, TryLockError};
+
+#[derive(Default)]
+struct Shared {
+    q: WaitQueues<usize>,
+    by_client: HashMap<usize, u64>,
+    pending: HashSet<KeyId>,
+    check_armed: bool,
+}
+
+static SHARED: LazyLock<Mutex<Shared>> = LazyLock::new(Default::default);
+/// Mirrors of the table's sizes, readable without the lock (fast paths, INFO).
+static WAITERS: AtomicUsize = AtomicUsize::new(0);
+static KEYS: AtomicUsize = AtomicUsize::new(0);
+
+/// Run `f` on the waiter table. Never call Redis APIs that can call back into this module
+/// (notifications, unblocking) inside `f`.
+fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> R {
+    let mut g = match SHARED.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => panic!("lock module: re-entrant use of the waiter table"),
+    };
+    let r = f(&mut g);
+    WAITERS.store(g.q.total(), Ordering::Relaxed);
+    KEYS.store(g.q.key_count(), Ordering::Relaxed);
+    r
+}
+
+/// (waiting clients, keys with waiters)
+pub fn gauges() -> (usize, usize) {
+    (WAITERS.load(Ordering::Relaxed), KEYS.load(Ordering::Relaxed))
+}
+
+/// Number of clients waiting on `key` in `db`.
+pub fn waiting_on(db: i32, key: &[u8]) -> usize {
+    if WAITERS.load(Ordering::Relaxed) == 0 {
+        return 0;
+    }
+    with(|s| s.q.len(&(db, key.to_vec())))
+}
+
+enum Outcome {
+    Granted,
+    TimedOut,
+    Failed(&'static str),
+}
+
+fn unblock(handle: usize, outcome: Outcome) {
+    let pd = Box::into_raw(Box::new(outcome)).cast::<c_void>();
+    let bc = handle as *mut raw::RedisModuleBlockedClient;
+    if rm!(RedisModule_UnblockClient(bc, pd) else raw::REDISMODULE_ERR as c_int)
+        != raw::REDISMODULE_OK as c_int
+    {
+        // SAFETY: Redis refused the handle, so it did not take the box.
+        drop(unsafe { Box::from_raw(pd.cast::<Outcome>()) });
+    }
+}
+
+fn stop_timer(ctx: Ctx, id: u64) -> Option<*mut c_void> {
+    let mut data: *mut c_void = null_mut();
+    let ok = rm!(RedisModule_StopTimer(ctx, id, &mut data) else raw::REDISMODULE_ERR as c_int);
+    (ok == raw::REDISMODULE_OK as c_int).then_some(data)
+}
+
+fn stop_expiry_timer(ctx: Ctx, id: u64) {
+    if let Some(data) = stop_timer(ctx, id) {
+        if !data.is_null() {
+            // SAFETY: expiry timers carry a boxed KeyId, reclaimed exactly once here or on fire.
+            drop(unsafe { Box::from_raw(data.cast::<KeyId>()) });
+        }
+    }
+}
+
+/// Take waiter `id` out of the table and stop its timers. `None` if it was already gone.
+fn take(ctx: Ctx, id: u64) -> Option<Waiter<usize>> {
+    let (w, stale) = with(|s| {
+        let (w, stale) = s.q.remove(id)?;
+        s.by_client.remove(&w.handle);
+        Some((w, stale))
+    })?;
+    if let Some(t) = w.timer {
+        stop_timer(ctx, t);
+    }
+    if let Some(t) = stale {
+        stop_expiry_timer(ctx, t);
+    }
+    Some(w)
+}
+
+/// Keep a timer armed at the lock's lease deadline while `key` has waiters.
+fn arm_expiry(ctx: Ctx, key: &KeyId, deadline: Option<i64>, now: i64) {
+    let current = with(|s| if s.q.has(key) { Some(s.q.expiry_timer(key)) } else { None });
+    let Some(current) = current else { return };
+    if current.map(|(_, d)| d) == deadline {
+        return;
+    }
+    let new = deadline.map(|d| {
+        // Redis treats a key as expired once now > deadline.
+        let period = d.saturating_sub(now).saturating_add(1).max(0);
+        let data = Box::into_raw(Box::new(key.clone())).cast::<c_void>();
+        let t = rm!(RedisModule_CreateTimer(ctx, period, Some(on_expiry_timer), data) else 0);
+        (t, d)
+    });
+    if let Some(old) = with(|s| s.q.set_expiry_timer(key, new)) {
+        stop_expiry_timer(ctx, old);
+    }
+}
+
+/// Block the calling client at the tail of `name`'s queue.
+pub fn block(
+    ctx: Ctx,
+    name: RStr,
+    owner: &[u8],
+    lease_ms: i64,
+    wait_deadline: Option<i64>,
+    lock_deadline: Option<i64>,
+    now: i64,
+) {
+    let bc = rm!(RedisModule_BlockClient(ctx, Some(on_reply), Some(on_timeout), Some(free_outcome), 0) else null_mut());
+    if bc.is_null() {
+        rm::reply_error(ctx, "ERR lock module could not block the client");
+        return;
+    }
+    rm!(RedisModule_SetDisconnectCallback(bc, Some(on_disconnect)) else ());
+    let key: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
+    let waiter = Waiter {
+        key: key.clone(),
+        owner: owner.to_vec(),
+        lease_ms,
+        deadline: wait_deadline,
+        handle: bc as usize,
+        timer: None,
+    };
+    let id = with(|s| {
+        let id = s.q.push(waiter);
+        s.by_client.insert(bc as usize, id);
+        id
+    });
+    stats::WAITS_STARTED.inc();
+    if let Some(d) = wait_deadline {
+        let period = d.saturating_sub(now).max(0);
+        let t =
+            rm!(RedisModule_CreateTimer(ctx, period, Some(on_wait_timer), id as usize as *mut c_void) else 0);
+        with(|s| {
+            if let Some(w) = s.q.get_mut(id) {
+                w.timer = Some(t);
+            }
+        });
+    }
+    arm_expiry(ctx, &key, lock_deadline, now);
+}
+
+/// Whether `key` (in the context's db) has waiters; cheap when nobody waits anywhere.
+pub fn has_waiters(ctx: Ctx, name: RStr) -> bool {
+    WAITERS.load(Ordering::Relaxed) != 0 && waiting_on(rm::selected_db(ctx), rm::bytes(name)) != 0
+}
+
+/// The lock at `key` (open for writing) is free: give it to the head waiter, and to the
+/// waiters right behind it that have the same owner id. Returns whether anyone got it.
+/// `handoff` is true inside LOCK.RELEASE / LOCK.FORCERELEASE.
+pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> bool {
+    if WAITERS.load(Ordering::Relaxed) == 0 {
+        return false;
+    }
+    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
+    let mut holder: Option<(Vec<u8>, i64)> = None;
+    loop {
+        let next = with(|s| {
+            let id = s.q.head(&kid)?;
+            let w = s.q.get(id)?;
+            match &holder {
+                Some((o, _)) if *o != w.owner => None,
+                _ => Some(id),
+            }
+        });
+        let Some(id) = next else { break };
+        let Some(w) = take(ctx, id) else { break };
+        if w.deadline.is_some_and(|d| d <= now) {
+            stats::WAITS_TIMED_OUT.inc();
+            unblock(w.handle, Outcome::TimedOut);
+            continue;
+        }
+        let count = holder.as_ref().map_or(1, |(_, c)| c + 1);
+        let owner = OwnedStr::new(&w.owner);
+        effects::grant(ctx, key, name, owner.ptr(), count, now.saturating_add(w.lease_ms), now);
+        unblock(w.handle, Outcome::Granted);
+        stats::WAITS_GRANTED.inc();
+        if handoff {
+            stats::HANDOFFS.inc();
+        } else {
+            stats::EXPIRY_GRANTS.inc();
+        }
+        holder = Some((w.owner, count));
+    }
+    if holder.is_some() {
+        arm_expiry(ctx, &kid, key.deadline(), now);
+    }
+    holder.is_some()
+}
+
+/// End every wait on `key` with an error.
+fn fail_all(ctx: Ctx, key: &KeyId, msg: &'static str) {
+    for id in with(|s| s.q.ids_of(key)) {
+        if let Some(w) = take(ctx, id) {
+            stats::WAITS_FAILED.inc();
+            unblock(w.handle, Outcome::Failed(msg));
+        }
+    }
+}
+
+/// Re-examine a key with waiters after something else touched it.
+fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
+    if !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_MASTER) || !with(|s| s.q.has(kid)) {
+        return;
+    }
+    rm::select_db(ctx, kid.0);
+    let name = OwnedStr::new(&kid.1);
+    let key = Key::write(ctx, name.ptr());
+    match key.kind() {
+        KeyKind::Empty => {
+            grant_head(ctx, &key, name.ptr(), now, false);
+        }
+        KeyKind::Hash => arm_expiry(ctx, kid, key.deadline(), now),
+        KeyKind::Other => fail_all(ctx, kid, StateError::WrongType.message()),
+    }
+}
+
+fn schedule_checks(ctx: Ctx, keys: impl FnOnce(&Shared) -> Vec<KeyId>) {
+    let arm = with(|s| {
+        let ks = keys(s);
+        s.pending.extend(ks);
+        let arm = !s.check_armed && !s.pending.is_empty();
+        s.check_armed |= arm;
+        arm
+    });
+    if arm {
+        rm!(RedisModule_CreateTimer(ctx, 0, Some(on_check_timer), null_mut()) else 0);
+    }
+}
+
+/// Run `f`, logging instead of unwinding into Redis.
+fn quietly(ctx: Ctx, what: &str, f: impl FnOnce()) {
+    if catch_unwind(AssertUnwindSafe(f)).is_err() {
+        stats::PANICS.inc();
+        rm::log(ctx, c"warning", &format!("lock module: internal error in {what} (panic caught)"));
+    }
+}
+
+// ---- callbacks -------------------------------------------------------------------------------
+
+fn reply_pttl_of_argv(ctx: Ctx, argv: *mut RStr, argc: c_int) {
+    let name = if argc >= 2 && !argv.is_null() { unsafe { *argv.add(1) } } else { null_mut() };
+    let pttl = if name.is_null() { -2 } else { Key::read(ctx, name).pttl() };
+    rm::reply_int(ctx, pttl);
+}
+
+unsafe extern "C" fn on_reply(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        let pd = rm!(RedisModule_GetBlockedClientPrivateData(ctx) else null_mut()).cast::<Outcome>();
+        // SAFETY: the private data is the Outcome box handed to RM_UnblockClient.
+        match unsafe { pd.as_ref() } {
+            Some(Outcome::Granted) => {
+                rm::reply_null(ctx);
+            }
+            Some(Outcome::Failed(msg)) => {
+                rm::reply_error(ctx, msg);
+            }
+            Some(Outcome::TimedOut) | None => reply_pttl_of_argv(ctx, argv, argc),
+        }
+    }));
+    if r.is_err() {
+        stats::PANICS.inc();
+        rm::reply_error(ctx, "ERR lock module internal error (panic caught)");
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Redis calls this for CLIENT UNBLOCK (waits have no Redis-side timeout).
+unsafe extern "C" fn on_timeout(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
+    let bc = rm!(RedisModule_GetBlockedClientHandle(ctx) else null_mut());
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        if let Some(id) = with(|s| s.by_client.get(&(bc as usize)).copied()) {
+            take(ctx, id);
+            stats::WAITS_CANCELLED.inc();
+        }
+        reply_pttl_of_argv(ctx, argv, argc);
+    }));
+    if r.is_err() {
+        stats::PANICS.inc();
+        rm::reply_error(ctx, "ERR lock module internal error (panic caught)");
+    }
+    rm!(RedisModule_UnblockClient(bc, null_mut()) else 0);
+    raw::REDISMODULE_OK as c_int
+}
+
+unsafe extern "C" fn on_disconnect(ctx: Ctx, bc: *mut raw::RedisModuleBlockedClient) {
+    let mut found = false;
+    quietly(ctx, "disconnect", || {
+        if let Some(id) = with(|s| s.by_client.get(&(bc as usize)).copied()) {
+            found = take(ctx, id).is_some();
+            stats::WAITS_CANCELLED.inc();
+        }
+    });
+    if found {
+        rm!(RedisModule_UnblockClient(bc, null_mut()) else 0);
+    }
+}
+
+unsafe extern "C" fn free_outcome(_ctx: Ctx, pd: *mut c_void) {
+    if !pd.is_null() {
+        // SAFETY: every private data we hand to RM_UnblockClient is a Box<Outcome>.
+        drop(unsafe { Box::from_raw(pd.cast::<Outcome>()) });
+    }
+}
+
+unsafe extern "C" fn on_wait_timer(ctx: Ctx, data: *mut c_void) {
+    quietly(ctx, "wait timeout", || {
+        let id = data as usize as u64;
+        // The timer fired, so it must not be stopped again.
+        with(|s| {
+            if let Some(w) = s.q.get_mut(id) {
+                w.timer = None;
+            }
+        });
+        if let Some(w) = take(ctx, id) {
+            stats::WAITS_TIMED_OUT.inc();
+            unblock(w.handle, Outcome::TimedOut);
+        }
+    });
+}
+
+unsafe extern "C" fn on_expiry_timer(ctx: Ctx, data: *mut c_void) {
+    if data.is_null() {
+        return;
+    }
+    // SAFETY: expiry timers carry a boxed KeyId; a fired timer is never stopped afterwards.
+    let key = unsafe { Box::from_raw(data.cast::<KeyId>()) };
+    quietly(ctx, "lease timer", || {
+        with(|s| {
+            s.q.set_expiry_timer(&key, None);
+        });
+        check_key(ctx, &key, rm::millis());
+    });
+}
+
+unsafe extern "C" fn on_check_timer(ctx: Ctx, _data: *mut c_void) {
+    quietly(ctx, "key check", || {
+        let keys: Vec<KeyId> = with(|s| {
+            s.check_armed = false;
+            s.pending.drain().collect()
+        });
+        let now = rm::millis();
+        for k in keys {
+            check_key(ctx, &k, now);
+        }
+    });
+}
+
+/// Keyspace events: anything that touches a key with waiters gets it re-examined.
+pub unsafe extern "C" fn on_key_event(
+    ctx: Ctx,
+    _class: c_int,
+    _event: *const std::os::raw::c_char,
+    key: RStr,
+) -> c_int {
+    if WAITERS.load(Ordering::Relaxed) == 0 {
+        return 0;
+    }
+    quietly(ctx, "keyspace event", || {
+        let kid: KeyId = (rm::selected_db(ctx), rm::bytes(key).to_vec());
+        schedule_checks(ctx, |s| if s.q.has(&kid) { vec![kid] } else { vec![] });
+    });
+    0
+}
+
+/// FLUSHDB / FLUSHALL: every key with waiters may be free now.
+pub unsafe extern "C" fn on_flush(ctx: Ctx, _eid: raw::RedisModuleEvent, sub: u64, _data: *mut c_void) {
+    if sub != raw::REDISMODULE_SUBEVENT_FLUSHDB_END || WAITERS.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    quietly(ctx, "flush event", || schedule_checks(ctx, |s| s.q.keys()));
+}
+
+pub const NOT_MASTER: &str =
+    "READONLY this server stopped being a master while the client waited for the lock";
+
+/// Becoming a replica ends every wait with an error.
+pub unsafe extern "C" fn on_role_change(ctx: Ctx, _eid: raw::RedisModuleEvent, sub: u64, _data: *mut c_void) {
+    if sub != raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA {
+        return;
+    }
+    quietly(ctx, "role change", || {
+        for k in with(|s| s.q.keys()) {
+            fail_all(ctx, &k, NOT_MASTER);
+        }
+    });
+}
+
+/// Refuse MODULE UNLOAD while clients wait (their callbacks live in this library).
+pub fn can_unload() -> bool {
+    WAITERS.load(Ordering::Relaxed) == 0
+}
