@@ -32,7 +32,6 @@ run: build ## start redis-server on 127.0.0.1:$(PORT) with the module (Ctrl-C st
 	redis-server redis.conf.example --port $(PORT) --loadmodule $(CURDIR)/$(MODULE)
 
 test: deps ## every test: unit, property and integration (real redis-server processes)
-	$(CARGO) build --release
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc
 

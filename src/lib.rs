@@ -8,12 +8,14 @@
 //! - `effects`: writes with their replication, notifications and release message
 //! - `commands`: the LOCK.* handlers
 //! - `wait`: blocking, handoff, lease timers and keyspace/server events
+//! - `cluster`: slot checks before grants made outside a command
 //! - `config`, `stats`, `cmdinfo`: configs, INFO section, command registration and docs
 
 pub mod args;
 pub mod queue;
 pub mod state;
 
+mod cluster;
 mod cmdinfo;
 mod commands;
 mod config;
@@ -26,13 +28,13 @@ use redis_module::{raw, redis_module, Context, RedisString, Status};
 use rm::rm;
 use std::os::raw::c_int;
 
-#[cfg(not(test))]
+#[cfg(not(any(test, feature = "fuzzing")))]
 macro_rules! alloc {
     () => {
         redis_module::alloc::RedisAlloc
     };
 }
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 macro_rules! alloc {
     () => {
         std::alloc::System

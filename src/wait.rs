@@ -238,6 +238,7 @@ fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
     let name = OwnedStr::new(&kid.1);
     let key = Key::write(ctx, name.ptr());
     match key.kind() {
+        KeyKind::Empty if !crate::cluster::may_grant(ctx, &kid.1) => fail_all(ctx, kid, SLOT_MOVED),
         KeyKind::Empty => {
             grant_head(ctx, &key, name.ptr(), now, false);
         }
@@ -401,6 +402,9 @@ pub unsafe extern "C" fn on_flush(ctx: Ctx, _eid: raw::RedisModuleEvent, sub: u6
     }
     quietly(ctx, "flush event", || schedule_checks(ctx, |s| s.q.keys()));
 }
+
+pub const SLOT_MOVED: &str =
+    "TRYAGAIN the lock's hash slot moved or is migrating to another node; retry the command";
 
 pub const NOT_MASTER: &str =
     "READONLY this server stopped being a master while the client waited for the lock";
