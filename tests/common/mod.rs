@@ -5,6 +5,8 @@
 //! even when the test panics. Safe under parallel tests (`cargo test`, `cargo nextest`).
 #![allow(dead_code)]
 
+pub mod resp;
+
 use std::fs;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
