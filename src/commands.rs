@@ -151,7 +151,7 @@ fn release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
             rm::reply_null(ctx);
         }
         state::Release::Decrement { new_count } => {
-            effects::set_count(ctx, &key, name, owner, new_count, c"-1");
+            effects::set_count(ctx, &key, name, owner, new_count, -1);
             if let Some(d) = deadline {
                 effects::set_lease(ctx, &key, name, d, now);
             }

@@ -6,16 +6,20 @@ use crate::config::{self, PublishMode};
 use crate::rm::{self, Ctx, Key, OwnedStr, RStr};
 use crate::stats;
 use redis_module::raw;
-use std::ffi::CStr;
 
 const NOTIFY_HASH: i32 = raw::REDISMODULE_NOTIFY_HASH;
 const NOTIFY_GENERIC: i32 = raw::REDISMODULE_NOTIFY_GENERIC;
 
-/// Set `owner`'s hold count to `count` where the replicated change is `HINCRBY key owner delta`.
-pub fn set_count(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, delta: &CStr) {
-    let value = OwnedStr::from_i64(count);
-    key.hash_set(owner, value.ptr());
-    rm::replicate_key_owner_delta(ctx, name, owner, delta);
+/// Set `owner`'s hold count to `count`; the replicated change is `HINCRBY key owner delta`
+/// where `delta` is +1 or -1.
+pub fn set_count(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, delta: i8) {
+    if count == 1 {
+        key.hash_set(owner, rm::one().ptr());
+    } else {
+        key.hash_set(owner, OwnedStr::from_i64(count).ptr());
+    }
+    let delta = if delta < 0 { rm::minus_one() } else { rm::one() };
+    rm::replicate_key_owner_delta(ctx, name, owner, delta.ptr());
     rm::notify(ctx, NOTIFY_HASH, c"hincrby", name);
 }
 
@@ -28,7 +32,7 @@ pub fn set_lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64) {
 
 /// A new or reentrant hold: count and lease in one go.
 pub fn grant(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, deadline: i64, now: i64) {
-    set_count(ctx, key, name, owner, count, c"1");
+    set_count(ctx, key, name, owner, count, 1);
     set_lease(ctx, key, name, deadline, now);
     rm::signal_modified(ctx, name);
 }
@@ -55,7 +59,7 @@ pub fn publish_release(ctx: Ctx, name: RStr) {
         PublishMode::Global | PublishMode::Off => false,
     };
     let channel = OwnedStr::new(&config::channel(rm::bytes(name)));
-    let msg = OwnedStr::new(b"0");
+    let msg = rm::zero();
     let published = match (sharded, rm::api!(RedisModule_PublishMessageShard)) {
         (true, Some(f)) => unsafe { f(ctx, channel.ptr(), msg.ptr()) },
         _ => rm::rm!(RedisModule_PublishMessage(ctx, channel.ptr(), msg.ptr()) else 0),

@@ -59,6 +59,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         return fail(ctx, &format!("this server lacks {name}; Redis 7.0 or newer is required"));
     }
     install_panic_hook();
+    rm::init_constants();
     let ctx = ctx.ctx;
     let arg_bytes: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
     let context = Context::new(ctx);
@@ -70,11 +71,6 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         return fail(&context, &e);
     }
     stats::register_info(ctx);
-    let all = rm!(RedisModule_GetKeyspaceNotificationFlagsAll() else raw::REDISMODULE_NOTIFY_ALL);
-    let events = all & raw::REDISMODULE_NOTIFY_ALL;
-    if rm!(RedisModule_SubscribeToKeyspaceEvents(ctx, events, Some(wait::on_key_event)) else 1) != 0 {
-        return fail(&context, "cannot subscribe to keyspace events");
-    }
     let subscribe = |id: u64, cb: raw::RedisModuleEventCallback| {
         let ev = raw::RedisModuleEvent { id, dataver: 1 };
         rm!(RedisModule_SubscribeToServerEvent(ctx, ev, cb) else 1)

@@ -111,6 +111,14 @@ impl<H> WaitQueues<H> {
         self.waiters.is_empty()
     }
 
+    /// Give back the tables' memory once nobody waits (maps keep their capacity otherwise).
+    pub fn shrink_if_empty(&mut self) {
+        if self.waiters.is_empty() {
+            self.waiters.shrink_to_fit();
+            self.keys.shrink_to_fit();
+        }
+    }
+
     pub fn key_count(&self) -> usize {
         self.keys.len()
     }
@@ -204,6 +212,9 @@ mod tests {
         }
         assert_eq!(order, ids.iter().copied().step_by(2).collect::<Vec<_>>());
         assert!(q.is_empty());
+        q.shrink_if_empty();
+        assert_eq!(q.waiters.capacity(), 0);
+        assert_eq!(q.keys.capacity(), 0);
         assert_eq!(q.key_count(), 0);
         assert!(!q.has(&k("x")));
     }

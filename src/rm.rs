@@ -148,6 +148,55 @@ impl Drop for OwnedStr {
     }
 }
 
+/// Strings used on every write, created once at load and never freed.
+pub struct Constants {
+    pub one: usize,
+    pub minus_one: usize,
+    pub zero: usize,
+}
+
+static CONSTANTS: std::sync::OnceLock<Constants> = std::sync::OnceLock::new();
+
+pub fn init_constants() {
+    CONSTANTS.get_or_init(|| Constants {
+        one: OwnedStr::leak(b"1") as usize,
+        minus_one: OwnedStr::leak(b"-1") as usize,
+        zero: OwnedStr::leak(b"0") as usize,
+    });
+}
+
+/// The shared string `s` ("1", "-1" or "0"); a fresh one if `init_constants` did not run.
+pub fn constant(pick: fn(&Constants) -> usize, fallback: &[u8]) -> Shared {
+    match CONSTANTS.get() {
+        Some(c) => Shared::Static(pick(c) as RStr),
+        None => Shared::Owned(OwnedStr::new(fallback)),
+    }
+}
+
+pub enum Shared {
+    Static(RStr),
+    Owned(OwnedStr),
+}
+
+impl Shared {
+    pub fn ptr(&self) -> RStr {
+        match self {
+            Shared::Static(p) => *p,
+            Shared::Owned(o) => o.ptr(),
+        }
+    }
+}
+
+pub fn one() -> Shared {
+    constant(|c| c.one, b"1")
+}
+pub fn minus_one() -> Shared {
+    constant(|c| c.minus_one, b"-1")
+}
+pub fn zero() -> Shared {
+    constant(|c| c.zero, b"0")
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyKind {
     Empty,
@@ -288,9 +337,9 @@ impl Drop for Key {
     }
 }
 
-/// Send `cmd` to replicas and the AOF.
-pub fn replicate_key_owner_delta(ctx: Ctx, key: RStr, owner: RStr, delta: &CStr) {
-    rm!(RedisModule_Replicate(ctx, c"HINCRBY".as_ptr(), c"ssc".as_ptr(), key, owner, delta.as_ptr()) else 0);
+/// Replicate `HINCRBY key owner delta`.
+pub fn replicate_key_owner_delta(ctx: Ctx, key: RStr, owner: RStr, delta: RStr) {
+    rm!(RedisModule_Replicate(ctx, c"HINCRBY".as_ptr(), c"sss".as_ptr(), key, owner, delta) else 0);
 }
 
 pub fn replicate_pexpireat(ctx: Ctx, key: RStr, deadline: i64) {

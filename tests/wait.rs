@@ -683,6 +683,45 @@ fn del_then_set_in_multi_gives_waiters_wrongtype() {
     });
 }
 
+/// A lock freed behind the module's back (DEL inside MULTI / a script) still belongs to the head
+/// waiter: a newcomer in the same transaction, before the module's deferred check runs, does
+/// not overtake the queue.
+#[test]
+fn newcomer_does_not_overtake_waiters_after_a_foreign_free() {
+    let _g = light();
+    let s = Server::start();
+    let mut c = s.conn();
+    assert_eq!(acquire(&mut c, "k", "h", 30000), None);
+    let mut w = Waiter::start(s.port, "k", "w", 20000, 0);
+    await_key_waiters(&mut c, "k", 1);
+    let (p,): (Option<i64>,) = redis::pipe()
+        .atomic()
+        .cmd("DEL")
+        .arg("k")
+        .ignore()
+        .cmd("LOCK.ACQUIRE")
+        .arg("k")
+        .arg("newcomer")
+        .arg(1000)
+        .query(&mut c)
+        .unwrap();
+    assert!(matches!(p, Some(t) if t > 0), "the newcomer sees the lock held by the waiter, got {p:?}");
+    assert_eq!(w.reply(), Reply::Nil);
+    assert_eq!(owners(&mut c, "k"), one_owner("w"));
+
+    let mut w2 = Waiter::start(s.port, "k", "w2", 20000, 0);
+    await_key_waiters(&mut c, "k", 1);
+    let p: Option<i64> = redis::cmd("EVAL")
+        .arg("redis.call('DEL', KEYS[1]) return redis.call('LOCK.ACQUIRE', KEYS[1], 'newcomer', 1000)")
+        .arg(1)
+        .arg("k")
+        .query(&mut c)
+        .unwrap();
+    assert!(matches!(p, Some(t) if t > 0), "script newcomer sees the lock held by w2, got {p:?}");
+    assert_eq!(w2.reply(), Reply::Nil);
+    assert_eq!(owners(&mut c, "k"), one_owner("w2"));
+}
+
 // ---- 5. WAIT timeouts -------------------------------------------------------------------------
 
 #[test]
@@ -724,6 +763,39 @@ fn wait_zero_waits_until_released() {
     assert_eq!(w.reply(), Reply::Nil);
     assert_eq!(owners(&mut c, "k"), one_owner("w"));
     w.raw.assert_no_extra_reply();
+}
+
+/// A wait timeout racing the holder's lease expiry: whichever wins, the waiter gets exactly one
+/// reply, and nil if and only if it owns the lock.
+#[test]
+fn timeout_racing_expiry_gives_one_consistent_reply() {
+    let _g = light();
+    let s = Server::start();
+    let mut c = s.conn();
+    let (mut granted, mut timed_out) = (0, 0);
+    for round in 0..20i64 {
+        let key = format!("race{round}");
+        assert_eq!(acquire(&mut c, &key, "h", 100), None);
+        let mut w = Waiter::start(s.port, &key, "w", 30000, 98 + round % 5);
+        let r = w.reply();
+        let held = owners(&mut c, &key);
+        match r {
+            Reply::Nil => {
+                assert_eq!(held, one_owner("w"), "round {round}: nil means the waiter owns the lock");
+                granted += 1;
+            }
+            Reply::Int(_) => {
+                assert!(!held.contains_key("w"), "round {round}: timed out but owns the lock: {held:?}");
+                timed_out += 1;
+            }
+            other => panic!("round {round}: unexpected reply {other:?}"),
+        }
+        w.raw.assert_no_extra_reply();
+    }
+    eprintln!("timeout vs expiry race: {granted} granted, {timed_out} timed out");
+    assert_eq!(stat(&mut c, "waiters"), 0);
+    assert!(stat(&mut c, "waits_granted") <= granted);
+    assert!(stat(&mut c, "waits_timed_out") == timed_out);
 }
 
 // ---- 6. disconnected waiters ------------------------------------------------------------------
