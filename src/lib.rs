@@ -77,6 +77,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     };
     if subscribe(raw::REDISMODULE_EVENT_FLUSHDB, Some(wait::on_flush)) != 0
         || subscribe(raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED, Some(wait::on_role_change)) != 0
+        || subscribe(raw::REDISMODULE_EVENT_SWAPDB, Some(wait::on_swapdb)) != 0
     {
         return fail(&context, "cannot subscribe to server events");
     }

@@ -47,7 +47,11 @@ fn watch_keyspace(ctx: Ctx) {
     let events = all & raw::REDISMODULE_NOTIFY_ALL;
     if rm!(RedisModule_SubscribeToKeyspaceEvents(ctx, events, Some(on_key_event)) else 1) != 0 {
         WATCHING.store(false, Ordering::Relaxed);
-        rm::log(ctx, c"warning", "lock module: cannot subscribe to keyspace events; waiters rely on lease timers");
+        rm::log(
+            ctx,
+            c"warning",
+            "lock module: cannot subscribe to keyspace events; waiters rely on lease timers",
+        );
     }
 }
 
@@ -425,6 +429,14 @@ pub unsafe extern "C" fn on_flush(ctx: Ctx, _eid: raw::RedisModuleEvent, sub: u6
         return;
     }
     quietly(ctx, "flush event", || schedule_checks(ctx, |s| s.q.keys()));
+}
+
+/// SWAPDB: keys with waiters in the swapped databases may be free (or different) now.
+pub unsafe extern "C" fn on_swapdb(ctx: Ctx, _eid: raw::RedisModuleEvent, _sub: u64, _data: *mut c_void) {
+    if WAITERS.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    quietly(ctx, "swapdb event", || schedule_checks(ctx, |s| s.q.keys()));
 }
 
 pub const SLOT_MOVED: &str =

@@ -1213,3 +1213,51 @@ fn wait_counters_are_exact() {
         ],
     );
 }
+
+/// Waiters right behind the head that use the head's owner id are granted with it, as
+/// reentrant holds; a different owner behind them keeps waiting until all those holds are gone.
+#[test]
+fn consecutive_waiters_with_the_same_owner_are_granted_together() {
+    let _g = light();
+    let s = Server::start();
+    let mut c = s.conn();
+    let key = "same-owner";
+    assert_eq!(acquire(&mut c, key, "holder", 30000), None);
+    let mut x = Waiter::start(s.port, key, "svc:1", 30000, 0);
+    await_key_waiters(&mut c, key, 1);
+    let mut y = Waiter::start(s.port, key, "svc:1", 30000, 0);
+    await_key_waiters(&mut c, key, 2);
+    let mut z = Waiter::start(s.port, key, "other:2", 30000, 0);
+    await_key_waiters(&mut c, key, 3);
+    assert_eq!(release(&mut c, key, "holder"), Some(1));
+    assert_eq!(x.reply(), Reply::Nil);
+    assert_eq!(y.reply(), Reply::Nil);
+    assert_eq!(owners(&mut c, key), BTreeMap::from([("svc:1".to_string(), "2".to_string())]));
+    assert_eq!(key_waiters(&mut c, key), Some(1), "the other owner still waits");
+    assert_eq!(z.raw.poll(Duration::from_millis(50)), None);
+    assert_eq!(x.release(), Reply::Int(0), "first of two holds");
+    assert_eq!(z.raw.poll(Duration::from_millis(50)), None);
+    assert_eq!(y.release(), Reply::Int(1), "last hold hands over");
+    assert_eq!(z.reply(), Reply::Nil);
+    assert_eq!(owners(&mut c, key), one_owner("other:2"));
+    for w in [&mut x, &mut y, &mut z] {
+        w.raw.assert_no_extra_reply();
+    }
+}
+
+/// SWAPDB moves the lock away from the waiters' database: they are served at once.
+#[test]
+fn swapdb_wakes_waiters() {
+    let _g = light();
+    let s = Server::start();
+    let mut c = s.conn();
+    assert_eq!(acquire(&mut c, "sw", "holder", 30000), None);
+    let mut w = Waiter::start(s.port, "sw", "w", 20000, 0);
+    await_key_waiters(&mut c, "sw", 1);
+    let _: () = redis::cmd("SWAPDB").arg(0).arg(1).query(&mut c).expect("SWAPDB");
+    assert_eq!(w.raw.poll(Duration::from_millis(500)), Some(Reply::Nil), "granted after SWAPDB");
+    assert_eq!(owners(&mut c, "sw"), one_owner("w"));
+    let _: () = redis::cmd("SELECT").arg(1).query(&mut c).expect("SELECT");
+    assert_eq!(owners(&mut c, "sw"), one_owner("holder"), "the old lock moved to db 1");
+    w.raw.assert_no_extra_reply();
+}
