@@ -19,6 +19,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex, TryLockError};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(Default)]
 struct Shared {
@@ -135,6 +136,13 @@ fn take(ctx: Ctx, id: u64) -> Option<Waiter<usize>> {
     Some(w)
 }
 
+/// Whole milliseconds from now until unix-ms `deadline`, rounded up.
+fn ms_until(deadline: i64) -> Option<i64> {
+    let now_us = i64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_micros()).ok()?;
+    let diff = deadline.checked_mul(1000)?.checked_sub(now_us)?;
+    Some(diff.saturating_add(999).div_euclid(1000))
+}
+
 /// Keep a timer armed at the lock's lease deadline while `key` has waiters.
 fn arm_expiry(ctx: Ctx, key: &KeyId, deadline: Option<i64>, now: i64) {
     let current = with(|s| if s.q.has(key) { Some(s.q.expiry_timer(key)) } else { None });
@@ -143,8 +151,9 @@ fn arm_expiry(ctx: Ctx, key: &KeyId, deadline: Option<i64>, now: i64) {
         return;
     }
     let new = deadline.map(|d| {
-        // Redis treats a key as expired once now > deadline.
-        let period = d.saturating_sub(now).saturating_add(1).max(0);
+        // Fire at the deadline itself (the check treats a lease that reached its deadline as
+        // over), computed from a microsecond clock so the timer is not up to 1 ms late.
+        let period = ms_until(d).unwrap_or_else(|| d.saturating_sub(now)).max(0);
         let data = Box::into_raw(Box::new(key.clone())).cast::<c_void>();
         let t = rm!(RedisModule_CreateTimer(ctx, period, Some(on_expiry_timer), data) else 0);
         (t, d)
@@ -270,7 +279,19 @@ fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
         KeyKind::Empty => {
             grant_head(ctx, &key, name.ptr(), now, false);
         }
-        KeyKind::Hash => arm_expiry(ctx, kid, key.deadline(), now),
+        KeyKind::Hash => match key.deadline() {
+            // The lease reached its deadline: it is over, even if Redis would keep the key
+            // for this last millisecond. Expire it and serve the head waiter now.
+            Some(d) if d <= now => {
+                if crate::cluster::may_grant(ctx, &kid.1) {
+                    effects::expire(ctx, &key, name.ptr());
+                    grant_head(ctx, &key, name.ptr(), now, false);
+                } else {
+                    fail_all(ctx, kid, SLOT_MOVED);
+                }
+            }
+            d => arm_expiry(ctx, kid, d, now),
+        },
         KeyKind::Other => fail_all(ctx, kid, StateError::WrongType.message()),
     }
 }
