@@ -13,10 +13,10 @@ macro_rules! cmd {
 use rand::{Rng, SeedableRng};
 use resp::{Conn, Msg, Sub, R};
 
-const ACQUIRE_LUA: &str = include_str!("lua/acquire.lua");
-const UNLOCK_LUA: &str = include_str!("lua/unlock.lua");
-const FORCE_UNLOCK_LUA: &str = include_str!("lua/force_unlock.lua");
-const RENEW_LUA: &str = include_str!("lua/renew.lua");
+const ACQUIRE_LUA: &str = include_str!("../lua/acquire.lua");
+const UNLOCK_LUA: &str = include_str!("../lua/unlock.lua");
+const FORCE_UNLOCK_LUA: &str = include_str!("../lua/force_unlock.lua");
+const RENEW_LUA: &str = include_str!("../lua/renew.lua");
 
 const PREFIX: &str = "redisson_lock__channel";
 /// Tolerance when comparing PTTLs taken at slightly different moments on two keys. Leases used

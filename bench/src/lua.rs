@@ -6,41 +6,13 @@
 use rand::Rng;
 use redis::Value;
 
-/// Acquire (Redisson 3.19+). KEYS[1] = lock; ARGV[1] = lease ms; ARGV[2] = owner.
-/// Free or held by the caller: HINCRBY +1, PEXPIRE lease, reply nil. Else reply PTTL.
-pub const ACQUIRE: &str = "\
-if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then \
-redis.call('hincrby', KEYS[1], ARGV[2], 1); \
-redis.call('pexpire', KEYS[1], ARGV[1]); \
-return nil; \
-end; \
-return redis.call('pttl', KEYS[1]);";
-
-/// Unlock as Redisson 3.24+ (HEAD) does it, with the idempotency latch.
-/// KEYS[1] = lock, KEYS[2] = channel, KEYS[3] = latch `redisson_unlock_latch:{n}:<requestId>`;
-/// ARGV[1] = message `0`, ARGV[2] = lease kept while holds remain, ARGV[3] = owner,
-/// ARGV[4] = `PUBLISH`, ARGV[5] = latch PX ms.
-/// Reply: the latched value if the latch exists; nil = not the owner; 0 = still held;
-/// 1 = deleted and `0` published.
-pub const UNLOCK: &str = "\
-local val = redis.call('get', KEYS[3]); \
-if val ~= false then return tonumber(val); end; \
-if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; \
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
-local result = 0; \
-if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); result = 0; \
-else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); result = 1; end; \
-redis.call('set', KEYS[3], result, 'px', ARGV[5]); \
-return result;";
-
-/// Unlock as Redisson 3.22-3.23 did it: no latch (cheaper; used as the conservative baseline in
-/// scenario 1). KEYS[1] = lock, KEYS[2] = channel; ARGV[1] = `0`, ARGV[2] = lease, ARGV[3] = owner,
-/// ARGV[4] = `PUBLISH`.
-pub const UNLOCK_NO_LATCH: &str = "\
-if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; \
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
-if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; \
-else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); return 1; end;";
+/// Our own Lua implementation of the RLock scripts, shared with the interop tests (`lua/`):
+/// acquire (KEYS lock; ARGV lease, owner), unlock with the 3.24+ idempotency latch (KEYS lock,
+/// channel, latch; ARGV message, lease, owner, publish command, latch PX) and the 3.22 unlock
+/// without latch (KEYS lock, channel; ARGV message, lease, owner, publish command).
+pub const ACQUIRE: &str = include_str!("../../lua/acquire.lua");
+pub const UNLOCK: &str = include_str!("../../lua/unlock.lua");
+pub const UNLOCK_NO_LATCH: &str = include_str!("../../lua/unlock_no_latch.lua");
 
 /// Latch PX at Redisson's defaults: (timeout 3000 + retryDelay 1000..2000) x 4 attempts.
 pub const LATCH_PX: &str = "16000";
