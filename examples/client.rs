@@ -29,8 +29,13 @@ fn main() -> redis::RedisResult<()> {
 
     // Block up to 10 s in the lock's FIFO queue; nil means we hold it.
     let mut con = client.get_connection()?;
-    let got: Option<i64> =
-        redis::cmd("LOCK.ACQUIRE").arg(&key).arg(&owner).arg(LEASE_MS).arg("WAIT").arg(10_000).query(&mut con)?;
+    let got: Option<i64> = redis::cmd("LOCK.ACQUIRE")
+        .arg(&key)
+        .arg(&owner)
+        .arg(LEASE_MS)
+        .arg("WAIT")
+        .arg(10_000)
+        .query(&mut con)?;
     if let Some(pttl) = got {
         println!("{key} is still held by someone else ({pttl} ms left); giving up");
         return Ok(());
