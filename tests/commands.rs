@@ -587,6 +587,7 @@ fn redis_integer_edge_cases_are_not_integers() {
 fn wrongtype_for_every_command_and_non_hash_type() {
     let (_s, mut c) = server();
     let mut sub = all_messages(&_s);
+    #[allow(clippy::type_complexity)]
     let types: [(&str, fn(&mut Conn)); 5] = [
         ("string", |c| assert_eq!(cmd!(c, "SET", "k", "v"), R::Simple("OK".into()))),
         ("list", |c| assert_eq!(cmd!(c, "RPUSH", "k", "o", "1"), R::Int(2))),

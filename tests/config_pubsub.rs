@@ -121,7 +121,7 @@ fn module_arguments_set_configs() {
     assert_eq!(get1(&mut c, "lock.channel-prefix"), "foo");
     let foo = prefixed("foo", b"k");
     let mut sub = Sub::new(s.port, "SUBSCRIBE", &[foo.clone(), channel(b"k")]);
-    let mut ssub = Sub::new(s.port, "SSUBSCRIBE", &[foo.clone()]);
+    let mut ssub = Sub::new(s.port, "SSUBSCRIBE", std::slice::from_ref(&foo));
     one_release(&mut c, b"k");
     assert_eq!(sub.until_marker(&mut c, "PUBLISH", &foo), vec![zero_on(&foo)]);
     assert_eq!(ssub.until_marker(&mut c, "SPUBLISH", &foo), vec![]);
@@ -140,7 +140,7 @@ fn module_load_at_runtime_with_arguments() {
     assert_eq!(get1(&mut c, "lock.publish-mode"), "sharded");
     assert_eq!(get1(&mut c, "lock.channel-prefix"), "bar");
     let bar = prefixed("bar", b"k");
-    let mut ssub = Sub::new(s.port, "SSUBSCRIBE", &[bar.clone()]);
+    let mut ssub = Sub::new(s.port, "SSUBSCRIBE", std::slice::from_ref(&bar));
     one_release(&mut c, b"k");
     assert_eq!(ssub.until_marker(&mut c, "SPUBLISH", &bar), vec![zero_on(&bar)]);
 }
@@ -178,7 +178,7 @@ fn redis_conf_lines_set_configs() {
     assert_eq!(get1(&mut c2, "lock.publish-mode"), "global");
     assert_eq!(get1(&mut c2, "lock.channel-prefix"), "fromfile");
     let ff = prefixed("fromfile", b"k");
-    let mut sub = Sub::new(s2.port, "SUBSCRIBE", &[ff.clone()]);
+    let mut sub = Sub::new(s2.port, "SUBSCRIBE", std::slice::from_ref(&ff));
     one_release(&mut c2, b"k");
     assert_eq!(sub.until_marker(&mut c2, "PUBLISH", &ff), vec![zero_on(&ff)]);
     // CONFIG REWRITE is not exercised: the file belongs to this test only.
@@ -191,8 +191,8 @@ fn redis_conf_lines_set_configs() {
 /// After one release, what a SUBSCRIBE and an SSUBSCRIBE client on the channel received.
 fn deliveries(s: &Server, c: &mut Conn, k: &[u8]) -> (Vec<Msg>, Vec<Msg>) {
     let ch = channel(k);
-    let mut sub = Sub::new(s.port, "SUBSCRIBE", &[ch.clone()]);
-    let mut ssub = Sub::new(s.port, "SSUBSCRIBE", &[ch.clone()]);
+    let mut sub = Sub::new(s.port, "SUBSCRIBE", std::slice::from_ref(&ch));
+    let mut ssub = Sub::new(s.port, "SSUBSCRIBE", std::slice::from_ref(&ch));
     one_release(c, k);
     assert_eq!(cmd!(c, "LOCK.ACQUIRE", k, "me", 1000), R::Nil);
     assert_eq!(cmd!(c, "LOCK.FORCERELEASE", k), R::Int(1));
@@ -239,8 +239,8 @@ fn replica_subscribers_get_exactly_one_message_per_release() {
         assert_eq!(cmd!(c, "CONFIG", "SET", "lock.publish-mode", mode), ok());
         for k in [&b"k"[..], b"user{7}:lock"] {
             let ch = channel(k);
-            let mut on_replica = Sub::new(replica.port, kind, &[ch.clone()]);
-            let mut on_master = Sub::new(master.port, kind, &[ch.clone()]);
+            let mut on_replica = Sub::new(replica.port, kind, std::slice::from_ref(&ch));
+            let mut on_master = Sub::new(master.port, kind, std::slice::from_ref(&ch));
             one_release(&mut c, k);
             assert_eq!(cmd!(c, "LOCK.ACQUIRE", k, "me", 60000), R::Nil);
             assert_eq!(cmd!(c, "LOCK.FORCERELEASE", k), R::Int(1));

@@ -645,6 +645,7 @@ fn aof_holds_only_plain_effects_and_reloads_exactly_with_and_without_module() {
     let mut c = s.conn();
     let bin_key: &[u8] = b"aof\x00\xff{bin}\r\n";
     let bin_owner: &[u8] = b"\x00own\xfe\r\n";
+    #[allow(clippy::type_complexity)]
     let (a, b, r, p, f, e, x): (&[u8], &[u8], &[u8], &[u8], &[u8], &[u8], &[u8]) =
         (b"aof:a", bin_key, b"aof:released", b"aof:partial", b"aof:forced", b"aof:expired", b"aof:other");
     let (o1, o2): (&[u8], &[u8]) = (b"uuid-1:1", b"uuid-2:7");
