@@ -2,12 +2,16 @@
 # `make run` and `make test` install what is missing on a fresh Debian machine.
 
 PORT ?= 6379
+FUZZ_SECONDS ?= 60
+TEST_FUZZ_SECONDS ?= 10
+FUZZ_TARGETS := args state queue
 CARGO ?= cargo
 MODULE := target/release/libredis_lock.so
+SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := redis-server redis-tools libclang-dev build-essential pkg-config
 
-.PHONY: help deps build run test unit lint fmt bench fuzz valgrind clean
+.PHONY: help deps build run test lint fmt bench fuzz valgrind clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -31,9 +35,10 @@ build: deps ## build target/release/libredis_lock.so
 run: build ## start redis-server on 127.0.0.1:$(PORT) with the module (Ctrl-C stops it)
 	redis-server redis.conf.example --port $(PORT) --loadmodule $(CURDIR)/$(MODULE)
 
-test: deps ## every test: unit, property and integration (real redis-server processes)
+test: deps ## every test: unit and integration (real redis-server processes), plus a short fuzz run
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc
+	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 
 lint: ## rustfmt and clippy
 	$(CARGO) fmt --all -- --check
@@ -44,6 +49,18 @@ fmt:
 
 bench: build ## benchmarks: native vs Lua vs plain Redis, WAIT vs pub/sub vs polling
 	$(CARGO) run --release --manifest-path bench/Cargo.toml -- --module $(CURDIR)/$(MODULE) --out bench-results
+
+fuzz: ## coverage-guided fuzzing of parsing, state transitions and the waiter queue (FUZZ_SECONDS each)
+	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install --locked cargo-fuzz
+	@# cargo-fuzz needs nightly -Z flags; RUSTC_BOOTSTRAP lets the stable toolchain accept them.
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+		RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 2>&1 \
+			| grep -E '^(stat::number_of_executed_units|Done|==|SUMMARY|INFO: (seed|Loaded))' ; \
+		test $${PIPESTATUS[0]} -eq 0 || exit 1; \
+	done
+
+valgrind: build ## run a representative workload under valgrind memcheck and report module errors/leaks
+	bash scripts/valgrind.sh
 
 clean:
 	$(CARGO) clean

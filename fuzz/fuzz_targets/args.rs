@@ -1,0 +1,266 @@
+//! Fuzz the argument parsers (`redis_lock::args`) against an independent model of the spec.
+//!
+//! The input becomes an argv (raw bytes mixed with interesting tokens: integers at the i64
+//! edges, `WAIT` in any case, empty strings) fed to every parser. Properties:
+//! - no parser panics;
+//! - `parse_i64` accepts exactly the canonical decimal spelling of an i64 (`n.to_string()`),
+//!   and round-trips it;
+//! - every `Ok` carries exactly the values of the argv (owner bytes, lease, wait timeout);
+//! - every `Err` is one of the errors the argv actually deserves, and `Ok` comes back only when
+//!   no error applies (so precedence between several errors is left to the implementation);
+//! - `deadline` is `now + ms` or `Overflow` exactly when that sum overflows;
+//! - `channel_name` follows the documented formula and keeps the key's hash slot wherever the
+//!   key's hash tag makes that possible.
+#![no_main]
+
+use libfuzzer_sys::arbitrary::{self, Arbitrary};
+use libfuzzer_sys::fuzz_target;
+use redis_lock::args::{self, ArgError, LEASE, TIMEOUT};
+
+#[derive(Arbitrary, Debug)]
+enum Tok {
+    Raw(Vec<u8>),
+    Int(i64),
+    /// An integer just past the i64 range, or a near-integer spelling.
+    Odd(u8, i64),
+    Wait(u8),
+    Empty,
+}
+
+impl Tok {
+    fn bytes(&self) -> Vec<u8> {
+        match self {
+            Tok::Raw(b) => b.clone(),
+            Tok::Int(n) => n.to_string().into_bytes(),
+            Tok::Odd(k, n) => match k % 10 {
+                0 => b"9223372036854775808".to_vec(),
+                1 => b"-9223372036854775809".to_vec(),
+                2 => format!("+{n}").into_bytes(),
+                3 => format!("0{n}").into_bytes(),
+                4 => format!(" {n}").into_bytes(),
+                5 => format!("{n} ").into_bytes(),
+                6 => format!("{n}e3").into_bytes(),
+                7 => format!("{n}.0").into_bytes(),
+                8 => b"-0".to_vec(),
+                _ => format!("{n}\0").into_bytes(),
+            },
+            Tok::Wait(k) => match k % 5 {
+                0 => b"WAIT".to_vec(),
+                1 => b"wait".to_vec(),
+                2 => b"WaIt".to_vec(),
+                3 => b"WAITS".to_vec(),
+                _ => b"W\0AIT".to_vec(),
+            },
+            Tok::Empty => Vec::new(),
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    argv: Vec<Tok>,
+    probe: i64,
+    now: i64,
+    ms: i64,
+    prefix: Vec<u8>,
+    key: Vec<u8>,
+}
+
+/// The spec's integer: exactly the canonical decimal spelling of an i64.
+fn model_i64(b: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(b).ok()?;
+    let n: i64 = s.parse().ok()?;
+    (n.to_string().as_bytes() == b).then_some(n)
+}
+
+fn check_i64(b: &[u8]) {
+    let got = args::parse_i64(b);
+    assert_eq!(got, model_i64(b), "parse_i64({b:?})");
+    if let Some(n) = got {
+        assert_eq!(n.to_string().as_bytes(), b, "accepted a non-canonical spelling");
+    }
+}
+
+/// Errors that `owner` and `lease` deserve.
+fn owner_errors(o: &[u8], errs: &mut Vec<ArgError>) {
+    if o.is_empty() {
+        errs.push(ArgError::EmptyOwner);
+    }
+}
+fn lease_errors(l: &[u8], errs: &mut Vec<ArgError>) -> Option<i64> {
+    match model_i64(l) {
+        None => errs.push(ArgError::NotInteger(LEASE)),
+        Some(v) if v <= 0 => errs.push(ArgError::NotPositive(LEASE)),
+        Some(v) => return Some(v),
+    }
+    None
+}
+
+fn judge<T: std::fmt::Debug>(what: &str, argv: &[&[u8]], got: &Result<T, ArgError>, errs: &[ArgError]) {
+    match got {
+        Ok(v) => assert!(errs.is_empty(), "{what}{argv:?} = Ok({v:?}) but deserves {errs:?}"),
+        Err(e) => {
+            assert!(errs.contains(e), "{what}{argv:?} = Err({e:?}), deserved one of {errs:?}");
+            let text = e.to_string();
+            assert!(text.starts_with("ERR "), "error text {text:?}");
+            match e {
+                ArgError::NotInteger(n) | ArgError::NotPositive(n) | ArgError::Negative(n) => {
+                    assert!(text.contains(n), "{text:?} must name {n}")
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn check_acquire(argv: &[&[u8]]) {
+    let got = args::acquire(argv);
+    let mut errs = vec![];
+    let mut want = None;
+    if argv.len() < 3 {
+        errs.push(ArgError::Arity);
+    } else {
+        owner_errors(argv[1], &mut errs);
+        let lease = lease_errors(argv[2], &mut errs);
+        let mut wait = None;
+        let mut seen = false;
+        for pair in argv[3..].chunks(2) {
+            if !pair[0].eq_ignore_ascii_case(b"WAIT") || seen || pair.len() < 2 {
+                errs.push(ArgError::Syntax);
+                continue;
+            }
+            seen = true;
+            match model_i64(pair[1]) {
+                None => errs.push(ArgError::NotInteger(TIMEOUT)),
+                Some(v) if v < 0 => errs.push(ArgError::Negative(TIMEOUT)),
+                Some(v) => wait = Some(v),
+            }
+        }
+        want = lease.map(|l| (l, wait));
+    }
+    judge("acquire", argv, &got, &errs);
+    if let Ok(a) = got {
+        let (lease, wait) = want.expect("Ok without a valid lease");
+        assert_eq!(a.owner, argv[1]);
+        assert_eq!(a.lease_ms, lease);
+        assert_eq!(a.wait_ms, wait);
+        assert!(a.lease_ms > 0 && a.wait_ms.is_none_or(|w| w >= 0));
+    }
+}
+
+fn check_release(argv: &[&[u8]]) {
+    let got = args::release(argv);
+    let mut errs = vec![];
+    let mut lease = None;
+    match argv.len() {
+        0 | 1 => errs.push(ArgError::Arity),
+        n => {
+            owner_errors(argv[1], &mut errs);
+            if n >= 3 {
+                lease = lease_errors(argv[2], &mut errs);
+            }
+            if n > 3 {
+                errs.push(ArgError::Syntax);
+            }
+        }
+    }
+    judge("release", argv, &got, &errs);
+    if let Ok(r) = got {
+        assert_eq!(r.owner, argv[1]);
+        assert_eq!(r.lease_ms, lease);
+        assert_eq!(r.lease_ms.is_some(), argv.len() == 3);
+    }
+}
+
+fn check_renew(argv: &[&[u8]]) {
+    let got = args::renew(argv);
+    let mut errs = vec![];
+    let mut lease = None;
+    if argv.len() != 3 {
+        errs.push(ArgError::Arity);
+    } else {
+        owner_errors(argv[1], &mut errs);
+        lease = lease_errors(argv[2], &mut errs);
+    }
+    judge("renew", argv, &got, &errs);
+    if let Ok(r) = got {
+        assert_eq!(r.owner, argv[1]);
+        assert_eq!(Some(r.lease_ms), lease);
+    }
+}
+
+fn check_key_only(argv: &[&[u8]]) {
+    let got = args::key_only(argv);
+    let errs = if argv.len() == 1 { vec![] } else { vec![ArgError::Arity] };
+    judge("key_only", argv, &got, &errs);
+}
+
+/// Redis Cluster's hash tag rule (keyHashSlot): the part that is hashed.
+fn hashed_part(k: &[u8]) -> &[u8] {
+    if let Some(open) = k.iter().position(|&c| c == b'{') {
+        if let Some(len) = k[open + 1..].iter().position(|&c| c == b'}') {
+            if len > 0 {
+                return &k[open + 1..open + 1 + len];
+            }
+        }
+    }
+    k
+}
+
+fn check_channel(prefix: &[u8], key: &[u8]) {
+    let ch = args::channel_name(prefix, key);
+    let mut want = prefix.to_vec();
+    want.push(b':');
+    if key.contains(&b'{') {
+        want.extend_from_slice(key);
+    } else {
+        want.push(b'{');
+        want.extend_from_slice(key);
+        want.push(b'}');
+    }
+    assert_eq!(ch, want, "channel_name({prefix:?}, {key:?})");
+    // Same slot as the key, wherever Redisson's rule can give it: the prefix has no braces and
+    // either the key has a real hash tag or is non-empty without braces. (The empty key, and keys
+    // like `a}b`, `a{` or `{}x`, get a channel in another slot; that is Redisson's own naming,
+    // kept for compatibility.)
+    let plain_prefix = !prefix.contains(&b'{') && !prefix.contains(&b'}');
+    let key_has_tag = hashed_part(key).len() < key.len();
+    let key_plain = !key.is_empty() && !key.contains(&b'{') && !key.contains(&b'}');
+    if plain_prefix && (key_has_tag || key_plain) {
+        assert_eq!(hashed_part(&ch), hashed_part(key), "channel {ch:?} left the slot of {key:?}");
+    }
+}
+
+fuzz_target!(|input: Input| {
+    let owned: Vec<Vec<u8>> = input.argv.iter().take(12).map(Tok::bytes).collect();
+    let argv: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+
+    for a in &argv {
+        check_i64(a);
+    }
+    let p = input.probe.to_string();
+    assert_eq!(args::parse_i64(p.as_bytes()), Some(input.probe), "round trip of {p}");
+
+    check_acquire(&argv);
+    check_release(&argv);
+    check_renew(&argv);
+    check_key_only(&argv);
+    // The same argv shifted, so short argvs reach every parser's arity edges.
+    for cut in 0..argv.len().min(6) {
+        check_acquire(&argv[cut..]);
+        check_release(&argv[cut..]);
+        check_renew(&argv[cut..]);
+        check_key_only(&argv[cut..]);
+    }
+
+    match (args::deadline(input.now, input.ms, LEASE), input.now.checked_add(input.ms)) {
+        (Ok(d), Some(s)) => assert_eq!(d, s),
+        (Err(ArgError::Overflow(n)), None) => assert_eq!(n, LEASE),
+        (got, sum) => panic!("deadline({}, {}) = {got:?}, sum {sum:?}", input.now, input.ms),
+    }
+
+    check_channel(&input.prefix, &input.key);
+    if let Some(first) = argv.first() {
+        check_channel(b"redisson_lock__channel", first);
+    }
+});
