@@ -12,21 +12,6 @@ macro_rules! cmd {
 use resp::{Conn, Sub, R};
 use std::time::Duration;
 
-const PREFIX: &str = "redisson_lock__channel";
-
-/// Redisson's channel rule: `<prefix>:{K}`, or `<prefix>:K` when K contains `{`.
-fn channel(key: &[u8]) -> Vec<u8> {
-    let mut c = format!("{PREFIX}:").into_bytes();
-    if key.contains(&b'{') {
-        c.extend_from_slice(key);
-    } else {
-        c.push(b'{');
-        c.extend_from_slice(key);
-        c.push(b'}');
-    }
-    c
-}
-
 fn server() -> (Server, Conn) {
     let s = Server::start();
     let c = Conn::new(s.port);

@@ -13,24 +13,6 @@ macro_rules! cmd {
 use resp::{Conn, Msg, Sub, R};
 use std::time::Duration;
 
-const PREFIX: &str = "redisson_lock__channel";
-
-fn prefixed(prefix: &str, key: &[u8]) -> Vec<u8> {
-    let mut c = format!("{prefix}:").into_bytes();
-    if key.contains(&b'{') {
-        c.extend_from_slice(key);
-    } else {
-        c.push(b'{');
-        c.extend_from_slice(key);
-        c.push(b'}');
-    }
-    c
-}
-
-fn channel(key: &[u8]) -> Vec<u8> {
-    prefixed(PREFIX, key)
-}
-
 fn ok() -> R {
     R::Simple("OK".into())
 }

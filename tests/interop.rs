@@ -18,27 +18,9 @@ const UNLOCK_LUA: &str = include_str!("../lua/unlock.lua");
 const FORCE_UNLOCK_LUA: &str = include_str!("../lua/force_unlock.lua");
 const RENEW_LUA: &str = include_str!("../lua/renew.lua");
 
-const PREFIX: &str = "redisson_lock__channel";
 /// Tolerance when comparing PTTLs taken at slightly different moments on two keys. Leases used
 /// in the sequences differ by at least 10 s, so a wrong lease can never hide inside it.
 const TOL: i64 = 2000;
-
-/// Redisson's prefixName rule: `<prefix>:{K}`, or `<prefix>:K` when K contains `{`.
-fn prefixed(prefix: &str, key: &[u8]) -> Vec<u8> {
-    let mut c = format!("{prefix}:").into_bytes();
-    if key.contains(&b'{') {
-        c.extend_from_slice(key);
-    } else {
-        c.push(b'{');
-        c.extend_from_slice(key);
-        c.push(b'}');
-    }
-    c
-}
-
-fn channel(key: &[u8]) -> Vec<u8> {
-    prefixed(PREFIX, key)
-}
 
 /// A Redisson-like client: the four scripts loaded once, run with EVALSHA.
 struct Redisson {

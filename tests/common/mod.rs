@@ -281,3 +281,24 @@ pub fn stat(con: &mut redis::Connection, name: &str) -> i64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no INFO field lock_{name}"))
 }
+
+/// Redisson's channel naming, written independently of the module: `<prefix>:{K}`, or
+/// `<prefix>:K` when K already contains `{`.
+pub fn prefixed(prefix: &str, key: &[u8]) -> Vec<u8> {
+    let mut c = format!("{prefix}:").into_bytes();
+    if key.contains(&b'{') {
+        c.extend_from_slice(key);
+    } else {
+        c.push(b'{');
+        c.extend_from_slice(key);
+        c.push(b'}');
+    }
+    c
+}
+
+pub const PREFIX: &str = "redisson_lock__channel";
+
+/// The default release channel of lock `key`.
+pub fn channel(key: &[u8]) -> Vec<u8> {
+    prefixed(PREFIX, key)
+}
