@@ -35,10 +35,11 @@ build: deps ## build target/release/libredis_lock.so
 run: build ## start redis-server on 127.0.0.1:$(PORT) with the module (Ctrl-C stops it)
 	redis-server redis.conf.example --port $(PORT) --loadmodule $(CURDIR)/$(MODULE)
 
-test: deps ## every test: unit and integration (real redis-server processes), plus a short fuzz run
-	$(CARGO) test --all-targets
-	$(CARGO) test --doc
+test: deps ## a short fuzz run, then every test: unit and integration (real redis-server processes)
 	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
+	@mkdir -p target
+	set -o pipefail; $(CARGO) test --all-targets 2>&1 | tee target/test.log
+	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "%d passed, %d failed\n", p, f}' target/test.log
 
 lint: ## rustfmt and clippy
 	$(CARGO) fmt --all -- --check
