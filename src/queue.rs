@@ -205,7 +205,7 @@ mod tests {
         let mut order = vec![];
         while let Some(h) = q.head(&k("x")) {
             order.push(h);
-            let (_, timer) = q.remove(h).unwrap();
+            let (_, timer) = q.remove(h).unwrap(); // ok: test
             if q.is_empty() {
                 assert_eq!(timer, Some(77), "last removal hands back the key's timer");
             }
