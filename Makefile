@@ -9,7 +9,6 @@ CARGO ?= cargo
 MODULE := target/release/libredis_lock.so
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := redis-server redis-tools libclang-dev build-essential pkg-config
 
 .PHONY: help deps build run test lint fmt bench fuzz valgrind clean
 
@@ -20,8 +19,8 @@ deps: ## install redis-server and libclang (bindgen) when missing
 	@missing=""; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	command -v redis-cli >/dev/null 2>&1 || missing="$$missing redis-tools"; \
-	ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing="$$missing libclang-dev"; \
-	command -v cc >/dev/null 2>&1 || missing="$$missing build-essential"; \
+	ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || missing="$$missing libclang-dev"; \
+	{ command -v cc && command -v c++ && command -v make; } >/dev/null 2>&1 || missing="$$missing build-essential"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \

@@ -86,6 +86,8 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
 
 fn deinit(ctx: &Context) -> Status {
     if wait::can_unload() {
+        // Drop our panic hook: its code is about to be unloaded with the library.
+        drop(std::panic::take_hook());
         Status::Ok
     } else {
         fail(ctx, "clients are waiting for locks; MODULE UNLOAD refused until they are served")
