@@ -9,6 +9,7 @@
 use crate::rm::{rm, Ctx};
 use redis_module::raw;
 use std::os::raw::c_char;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// CRC16-XMODEM, the checksum of Redis Cluster key slots.
 pub fn crc16(bytes: &[u8]) -> u16 {
@@ -58,10 +59,23 @@ pub fn serves_slot(nodes: &str, slot: u16) -> bool {
     mine
 }
 
+static CLUSTER_MODE: AtomicBool = AtomicBool::new(false);
+
+/// Record whether the server runs with `cluster-enabled yes` (fixed for the process's life).
+pub fn init(ctx: Ctx) {
+    let on = crate::rm::ctx_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0;
+    CLUSTER_MODE.store(on, Ordering::Relaxed);
+}
+
+/// Whether the server is cluster-enabled, without asking Redis on every release.
+pub fn enabled() -> bool {
+    CLUSTER_MODE.load(Ordering::Relaxed)
+}
+
 /// True outside cluster mode; in cluster mode, whether this node serves `key`'s slot and is
 /// not migrating or importing it.
 pub fn may_grant(ctx: Ctx, key: &[u8]) -> bool {
-    if crate::rm::ctx_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER == 0 {
+    if !enabled() {
         return true;
     }
     let reply = rm!(RedisModule_Call(ctx, c"CLUSTER".as_ptr(), c"c".as_ptr(), c"NODES".as_ptr()) else std::ptr::null_mut());

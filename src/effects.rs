@@ -61,7 +61,7 @@ pub fn publish_release(ctx: Ctx, name: RStr) {
     if mode == PublishMode::Off {
         return;
     }
-    let cluster = rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_CLUSTER);
+    let cluster = crate::cluster::enabled();
     let sharded = match mode {
         PublishMode::Auto => cluster,
         PublishMode::Sharded => true,

@@ -60,6 +60,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     install_panic_hook();
     rm::init_constants();
+    cluster::init(ctx.ctx);
     let ctx = ctx.ctx;
     let arg_bytes: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
     let context = Context::new(ctx);
