@@ -45,15 +45,6 @@ pub fn delete(ctx: Ctx, key: &Key, name: RStr) {
     rm::signal_modified(ctx, name);
 }
 
-/// Expire the lock whose lease is over, as Redis's own expiry would: DEL replicated, the
-/// `expired` keyspace event.
-pub fn expire(ctx: Ctx, key: &Key, name: RStr) {
-    key.delete();
-    rm::replicate_del(ctx, name);
-    rm::notify(ctx, raw::REDISMODULE_NOTIFY_EXPIRED, c"expired", name);
-    rm::signal_modified(ctx, name);
-}
-
 /// Publish the release message `0` on the lock's channel, per `lock.publish-mode`.
 /// Outside cluster mode the PUBLISH is also replicated so replica subscribers get it.
 pub fn publish_release(ctx: Ctx, name: RStr) {

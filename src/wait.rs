@@ -151,9 +151,10 @@ fn arm_expiry(ctx: Ctx, key: &KeyId, deadline: Option<i64>, now: i64) {
         return;
     }
     let new = deadline.map(|d| {
-        // Fire at the deadline itself (the check treats a lease that reached its deadline as
-        // over), computed from a microsecond clock so the timer is not up to 1 ms late.
-        let period = ms_until(d).unwrap_or_else(|| d.saturating_sub(now)).max(0);
+        // Redis expires a key once now > deadline, i.e. from (deadline + 1) ms on. The period is
+        // computed from a microsecond clock so the timer is not up to 1 ms later than that.
+        let due = d.saturating_add(1);
+        let period = ms_until(due).unwrap_or_else(|| due.saturating_sub(now)).max(0);
         let data = Box::into_raw(Box::new(key.clone())).cast::<c_void>();
         let t = rm!(RedisModule_CreateTimer(ctx, period, Some(on_expiry_timer), data) else 0);
         (t, d)
@@ -275,27 +276,38 @@ fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
     let name = OwnedStr::new(&kid.1);
     let key = Key::write(ctx, name.ptr());
     match key.kind() {
+        // An expired key that Redis did not delete (clients are paused, CLIENT PAUSE / FAILOVER)
+        // opens as empty but is still in the keyspace: writing it would make Redis add a key
+        // that exists (an assertion, the server dies) and would write during a pause. Try later.
+        KeyKind::Empty if physically_present(ctx, name.ptr()) => {
+            drop(key);
+            schedule_checks_in(ctx, RETRY_MS, |_| vec![kid.clone()]);
+        }
         KeyKind::Empty if !crate::cluster::may_grant(ctx, &kid.1) => fail_all(ctx, kid, SLOT_MOVED),
         KeyKind::Empty => {
             grant_head(ctx, &key, name.ptr(), now, false);
         }
-        KeyKind::Hash => match key.deadline() {
-            // The lease reached its deadline: it is over, even if Redis would keep the key
-            // for this last millisecond. Expire it and serve the head waiter now.
-            Some(d) if d <= now => {
-                if crate::cluster::may_grant(ctx, &kid.1) {
-                    effects::expire(ctx, &key, name.ptr());
-                    grant_head(ctx, &key, name.ptr(), now, false);
-                } else {
-                    fail_all(ctx, kid, SLOT_MOVED);
-                }
-            }
-            d => arm_expiry(ctx, kid, d, now),
-        },
+        KeyKind::Hash => arm_expiry(ctx, kid, key.deadline(), now),
         KeyKind::Other => fail_all(ctx, kid, StateError::WrongType.message()),
     }
 }
 
+/// How long to wait before looking again at a key that could not be served yet.
+const RETRY_MS: i64 = 10;
+
+/// Whether `name` is in the keyspace at all, even logically expired. `MEMORY USAGE` reads the
+/// keyspace directly, without the expiry logic of a normal lookup.
+fn physically_present(ctx: Ctx, name: RStr) -> bool {
+    let reply = rm!(RedisModule_Call(ctx, c"MEMORY".as_ptr(), c"cs".as_ptr(), c"USAGE".as_ptr(), name) else null_mut());
+    if reply.is_null() {
+        return true; // cannot tell: do not write
+    }
+    let present = rm!(RedisModule_CallReplyType(reply) else 0) == raw::REDISMODULE_REPLY_INTEGER as c_int;
+    rm!(RedisModule_FreeCallReply(reply) else ());
+    present
+}
+
+/// Re-examine `keys` in the next event-loop iteration (one shared 0 ms timer).
 fn schedule_checks(ctx: Ctx, keys: impl FnOnce(&Shared) -> Vec<KeyId>) {
     let arm = with(|s| {
         let ks = keys(s);
@@ -307,6 +319,15 @@ fn schedule_checks(ctx: Ctx, keys: impl FnOnce(&Shared) -> Vec<KeyId>) {
     if arm {
         rm!(RedisModule_CreateTimer(ctx, 0, Some(on_check_timer), null_mut()) else 0);
     }
+}
+
+/// Re-examine `keys` after `delay_ms`.
+fn schedule_checks_in(ctx: Ctx, delay_ms: i64, keys: impl FnOnce(&Shared) -> Vec<KeyId>) {
+    with(|s| {
+        let ks = keys(s);
+        s.pending.extend(ks);
+    });
+    rm!(RedisModule_CreateTimer(ctx, delay_ms, Some(on_check_timer), null_mut()) else 0);
 }
 
 /// Run `f`, logging instead of unwinding into Redis.

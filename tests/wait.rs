@@ -1261,3 +1261,28 @@ fn swapdb_wakes_waiters() {
     assert_eq!(owners(&mut c, "sw"), one_owner("holder"), "the old lock moved to db 1");
     w.raw.assert_no_extra_reply();
 }
+
+/// CLIENT PAUSE WRITE (as FAILOVER uses) keeps expired keys in place: the module must not
+/// write during the pause (granting then would also re-add a key Redis still holds, which
+/// aborts the server). The waiter is served once the pause ends.
+#[test]
+fn expiry_during_client_pause_waits_for_the_pause_to_end() {
+    let _g = light();
+    let mut s = Server::start();
+    let mut c = s.conn();
+    assert_eq!(acquire(&mut c, "p", "h", 300), None);
+    let mut w = Waiter::start(s.port, "p", "w", 20000, 0);
+    await_key_waiters(&mut c, "p", 1);
+    let paused_at = Instant::now();
+    let _: () = redis::cmd("CLIENT").arg("PAUSE").arg(1200).arg("WRITE").query(&mut c).expect("CLIENT PAUSE");
+    // The lease ends at ~300 ms, inside the pause: nobody is granted while it lasts.
+    let early = w.raw.poll(Duration::from_millis(900));
+    assert_eq!(early, None, "granted during the pause");
+    s.assert_alive();
+    let r = w.raw.poll(Duration::from_millis(3000));
+    assert_eq!(r, Some(Reply::Nil), "granted once the pause ended");
+    assert!(paused_at.elapsed() >= Duration::from_millis(1100), "not before the pause ended");
+    assert_eq!(owners(&mut c, "p"), one_owner("w"));
+    w.raw.assert_no_extra_reply();
+    s.assert_alive();
+}
