@@ -279,11 +279,13 @@ fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
         // An expired key that Redis did not delete (clients are paused, CLIENT PAUSE / FAILOVER)
         // opens as empty but is still in the keyspace: writing it would make Redis add a key
         // that exists (an assertion, the server dies) and would write during a pause. Try later.
+        // (The slot check comes first: in a cluster, MEMORY USAGE is only answered for keys
+        // this node serves.)
+        KeyKind::Empty if !crate::cluster::may_grant(ctx, &kid.1) => fail_all(ctx, kid, SLOT_MOVED),
         KeyKind::Empty if physically_present(ctx, name.ptr()) => {
             drop(key);
             schedule_checks_in(ctx, RETRY_MS, |_| vec![kid.clone()]);
         }
-        KeyKind::Empty if !crate::cluster::may_grant(ctx, &kid.1) => fail_all(ctx, kid, SLOT_MOVED),
         KeyKind::Empty => {
             grant_head(ctx, &key, name.ptr(), now, false);
         }

@@ -733,6 +733,12 @@ fn waiter_on_a_migrating_slot_is_never_granted_on_the_old_node() {
         "the waiter was granted the lock on the node that no longer owns the slot"
     );
     assert!(took < Duration::from_secs(15), "reply after {took:?}");
+    // The module tells the waiter at once that the slot moved (README: waiters get TRYAGAIN).
+    match &reply {
+        Err(e) => assert!(e.to_uppercase().contains("TRYAGAIN"), "waiter error: {e}"),
+        Ok(v) => panic!("the waiter should get TRYAGAIN, got {v:?}"),
+    }
+    assert!(took < Duration::from_secs(5), "TRYAGAIN after {took:?}, not at once");
     assert_eq!(left_while_migrating, 0, "the source recreated the migrated lock");
     assert_eq!(left_after, 0, "the source holds keys of a slot it gave away");
     assert_eq!(granted_on_source, 0, "waits_granted on the source");
