@@ -68,6 +68,8 @@ fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> R {
     if g.q.is_empty() && g.by_client.capacity() > 0 {
         g.q.shrink_if_empty();
         g.by_client.shrink_to_fit();
+    }
+    if g.pending.is_empty() && g.pending.capacity() > 0 {
         g.pending.shrink_to_fit();
     }
     WAITERS.store(g.q.total(), Ordering::Relaxed);
