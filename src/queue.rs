@@ -140,10 +140,6 @@ impl<H> WaitQueues<H> {
         self.waiters.keys().copied().collect()
     }
 
-    pub fn find<F: Fn(&Waiter<H>) -> bool>(&self, f: F) -> Option<u64> {
-        self.waiters.iter().find(|(_, w)| f(w)).map(|(id, _)| *id)
-    }
-
     pub fn expiry_timer(&self, key: &KeyId) -> Option<(u64, i64)> {
         self.keys.get(key).and_then(|q| q.expiry_timer)
     }
