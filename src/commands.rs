@@ -95,6 +95,12 @@ fn key_owner(strs: &[RStr]) -> Result<(RStr, RStr), Refusal> {
     }
 }
 
+/// The key of a command that takes nothing else (FORCERELEASE, INFO).
+fn only_key(strs: &[RStr], argv: &[&[u8]]) -> Result<RStr, Refusal> {
+    args::key_only(argv)?;
+    strs.first().copied().ok_or(Refusal::Arg(ArgError::Arity))
+}
+
 fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     let a = args::acquire(argv)?;
     let (name, owner) = key_owner(strs)?;
@@ -195,8 +201,7 @@ fn renew(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
 }
 
 fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
-    args::key_only(argv)?;
-    let name = *strs.first().ok_or(Refusal::Arg(ArgError::Arity))?;
+    let name = only_key(strs, argv)?;
     let key = Key::write(ctx, name);
     match key.kind() {
         KeyKind::Other => return Err(StateError::WrongType.into()),
@@ -214,8 +219,7 @@ fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal>
 }
 
 fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
-    args::key_only(argv)?;
-    let name = *strs.first().ok_or(Refusal::Arg(ArgError::Arity))?;
+    let name = only_key(strs, argv)?;
     let key = Key::read(ctx, name);
     match key.kind() {
         KeyKind::Empty => {

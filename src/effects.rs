@@ -60,11 +60,11 @@ pub fn publish_release(ctx: Ctx, name: RStr) {
     };
     let channel = OwnedStr::new(&config::channel(rm::bytes(name)));
     let msg = rm::zero();
-    let published = match (sharded, rm::api!(RedisModule_PublishMessageShard)) {
+    // The receiver counts these return are not needed.
+    match (sharded, rm::api!(RedisModule_PublishMessageShard)) {
         (true, Some(f)) => unsafe { f(ctx, channel.ptr(), msg.ptr()) },
         _ => rm::rm!(RedisModule_PublishMessage(ctx, channel.ptr(), msg.ptr()) else 0),
     };
-    let _ = published;
     if !cluster {
         let cmd = if sharded { c"SPUBLISH" } else { c"PUBLISH" };
         rm::replicate_publish(ctx, cmd, channel.ptr(), msg.ptr());

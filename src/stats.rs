@@ -36,7 +36,7 @@ pub static WAITS_TIMED_OUT: Counter = Counter::new();
 pub static WAITS_CANCELLED: Counter = Counter::new();
 pub static WAITS_FAILED: Counter = Counter::new();
 pub static HANDOFFS: Counter = Counter::new();
-pub static EXPIRY_GRANTS: Counter = Counter::new();
+pub static GRANTS_AFTER_FREE: Counter = Counter::new();
 pub static ERRORS: Counter = Counter::new();
 pub static PANICS: Counter = Counter::new();
 
@@ -58,7 +58,7 @@ const FIELDS: [(&CStr, &Counter); 20] = [
     (c"waits_cancelled", &WAITS_CANCELLED),
     (c"waits_failed", &WAITS_FAILED),
     (c"handoffs", &HANDOFFS),
-    (c"grants_after_free", &EXPIRY_GRANTS),
+    (c"grants_after_free", &GRANTS_AFTER_FREE),
     (c"errors", &ERRORS),
     (c"panics_caught", &PANICS),
 ];

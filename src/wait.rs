@@ -249,7 +249,7 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
         if handoff {
             stats::HANDOFFS.inc();
         } else {
-            stats::EXPIRY_GRANTS.inc();
+            stats::GRANTS_AFTER_FREE.inc();
         }
         holder = Some((w.owner, count));
     }

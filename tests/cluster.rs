@@ -274,6 +274,13 @@ impl Cluster {
         self.nodes.iter_mut().find(|n| n.port == port).unwrap_or_else(|| panic!("no node on port {port}"))
     }
 
+    /// Every node that was not killed on purpose is still the same process and answers.
+    fn assert_all_alive(&mut self) {
+        for p in self.alive_ports() {
+            self.server_mut(p).assert_alive();
+        }
+    }
+
     fn alive_ports(&self) -> Vec<u16> {
         self.nodes.iter().map(|n| n.port).filter(|p| !self.dead.contains(p)).collect()
     }
@@ -484,9 +491,7 @@ fn slot_function_matches_server() {
     assert!(slots.len() > 250, "keys spread over {} slots", slots.len());
     assert_eq!(served.len(), 3, "every master served keys: {served:?}");
     assert!(moved > 100, "commands were redirected with MOVED ({moved} times)");
-    for p in c.alive_ports() {
-        c.server_mut(p).assert_alive();
-    }
+    c.assert_all_alive();
 }
 
 #[test]
@@ -642,9 +647,7 @@ fn slot_migration_keeps_locks_and_routes_with_ask() {
     assert_eq!(c.send(&release(keys[2], "carol:2")).ok(), Value::Int(0));
     assert_eq!(c.send(&release(keys[2], "carol:2")).ok(), Value::Int(1));
     assert_eq!(c.send(&release("{mig}new", "dave:1")).ok(), Value::Int(1));
-    for p in c.alive_ports() {
-        c.server_mut(p).assert_alive();
-    }
+    c.assert_all_alive();
 }
 
 /// What a blocked waiter got, and when.
@@ -748,9 +751,7 @@ fn waiter_on_a_migrating_slot_is_never_granted_on_the_old_node() {
     assert_eq!(release_served_by, target);
     assert_eq!(release_reply, Ok(Value::Int(1)));
     assert_eq!(exists_on_target, 0);
-    for p in c.alive_ports() {
-        c.server_mut(p).assert_alive();
-    }
+    c.assert_all_alive();
 }
 
 #[test]

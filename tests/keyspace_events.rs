@@ -142,6 +142,15 @@ struct Setup {
     watch: Watch,
 }
 
+/// `LOCK.ACQUIRE key owner 30000 WAIT 0` on its own connection and thread; joins to its reply.
+fn spawn_waiter(s: &Server, key: &str, owner: &str) -> std::thread::JoinHandle<Option<i64>> {
+    let mut con = s.conn();
+    let (key, owner) = (key.to_string(), owner.to_string());
+    std::thread::spawn(move || {
+        redis::cmd("LOCK.ACQUIRE").arg(key).arg(owner).arg(30000).arg("WAIT").arg(0).query(&mut con).unwrap()
+    })
+}
+
 fn setup() -> Setup {
     let s = Server::start();
     let mut con = s.conn();
@@ -261,18 +270,7 @@ fn handoff_fires_del_then_the_new_holders_events() {
     run(&mut t.con, &["PEXPIRE", "n", "30000"]);
     t.watch.drain(&mut t.con, "m");
     // A waiter on another connection.
-    let mut waiter = t.s.conn();
-    let handle = std::thread::spawn(move || {
-        let r: Option<i64> = redis::cmd("LOCK.ACQUIRE")
-            .arg("m")
-            .arg("second")
-            .arg(30000)
-            .arg("WAIT")
-            .arg(0)
-            .query(&mut waiter)
-            .unwrap();
-        r
-    });
+    let handle = spawn_waiter(&t.s, "m", "second");
     let queued = wait_for(Duration::from_secs(10), || (stat(&mut t.con, "waiters") == 1).then_some(()));
     assert!(queued.is_some(), "the waiter never queued");
     let (m, n) = t.compare(
@@ -305,18 +303,7 @@ fn expiry_with_a_waiter_fires_expired_then_the_grant() {
     let mut t = setup();
     run(&mut t.con, &["LOCK.ACQUIRE", "m", "first", "100"]);
     t.watch.drain(&mut t.con, "m");
-    let mut waiter = t.s.conn();
-    let handle = std::thread::spawn(move || {
-        let r: Option<i64> = redis::cmd("LOCK.ACQUIRE")
-            .arg("m")
-            .arg("second")
-            .arg(30000)
-            .arg("WAIT")
-            .arg(0)
-            .query(&mut waiter)
-            .unwrap();
-        r
-    });
+    let handle = spawn_waiter(&t.s, "m", "second");
     assert_eq!(handle.join().unwrap(), None, "the waiter got the lock when the lease ran out");
     let evs = t.watch.drain(&mut t.con, "m");
     assert_eq!(evs, expected(&["expired", "hincrby", "expire"]), "events of an expiry handed to a waiter");

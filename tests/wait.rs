@@ -23,6 +23,14 @@ static LOAD: RwLock<()> = RwLock::new(());
 fn light() -> std::sync::RwLockReadGuard<'static, ()> {
     LOAD.read().unwrap_or_else(|p| p.into_inner())
 }
+/// The usual start of a light test: the shared load guard, a server, a control connection.
+fn light_server() -> (std::sync::RwLockReadGuard<'static, ()>, Server, redis::Connection) {
+    let g = light();
+    let s = Server::start();
+    let c = s.conn();
+    (g, s, c)
+}
+
 fn heavy() -> std::sync::RwLockWriteGuard<'static, ()> {
     LOAD.write().unwrap_or_else(|p| p.into_inner())
 }
@@ -291,9 +299,7 @@ fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> i64 {
 
 #[test]
 fn fifo_order_with_ten_waiters() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, s, mut c) = light_server();
     let key = "fifo";
     assert_eq!(acquire(&mut c, key, "holder", 30000), None);
     let mut waiters: Vec<Waiter> = Vec::new();
@@ -334,9 +340,7 @@ fn fifo_order_with_ten_waiters() {
 /// Waiters on the same key name in another database are a separate queue.
 #[test]
 fn queues_are_per_database() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, s, mut c) = light_server();
     let mut c3 = s.conn();
     let _: () = redis::cmd("SELECT").arg(3).query(&mut c3).unwrap();
     assert_eq!(acquire(&mut c, "k", "h0", 30000), None);
@@ -409,9 +413,7 @@ fn forcerelease_hands_off_atomically_without_publishing() {
 /// the next command of the same transaction/script already sees the new owner.
 #[test]
 fn handoff_inside_multi_and_lua_is_atomic() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, s, mut c) = light_server();
     let chan = channel("k");
     let mut sub = subscribe(s.port, &chan);
 
@@ -455,9 +457,7 @@ fn handoff_inside_multi_and_lua_is_atomic() {
 
 #[test]
 fn expiry_hands_off_promptly() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, s, mut c) = light_server();
     let mut lateness: Vec<f64> = Vec::new();
     let mut attempts = 0;
     while lateness.len() < 10 {
@@ -508,9 +508,7 @@ fn expiry_hands_off_promptly() {
 /// lease postpones the grant, a foreign PEXPIRE to a shorter one brings it forward.
 #[test]
 fn lease_changes_move_the_expiry_grant() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, s, mut c) = light_server();
     assert_eq!(acquire(&mut c, "k", "h", 300), None);
     let mut w = Waiter::start(s.port, "k", "w", 30000, 0);
     await_key_waiters(&mut c, "k", 1);
@@ -688,9 +686,7 @@ fn del_then_set_in_multi_gives_waiters_wrongtype() {
 /// not overtake the queue.
 #[test]
 fn newcomer_does_not_overtake_waiters_after_a_foreign_free() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, s, mut c) = light_server();
     assert_eq!(acquire(&mut c, "k", "h", 30000), None);
     let mut w = Waiter::start(s.port, "k", "w", 20000, 0);
     await_key_waiters(&mut c, "k", 1);
@@ -726,9 +722,7 @@ fn newcomer_does_not_overtake_waiters_after_a_foreign_free() {
 
 #[test]
 fn wait_timeout_replies_the_pttl() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, s, mut c) = light_server();
     assert_eq!(acquire(&mut c, "k", "h", 10000), None);
     let t0 = Instant::now();
     let mut w = Waiter::start(s.port, "k", "w", 5000, 150);
@@ -751,9 +745,7 @@ fn wait_timeout_replies_the_pttl() {
 
 #[test]
 fn wait_zero_waits_until_released() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, s, mut c) = light_server();
     assert_eq!(acquire(&mut c, "k", "h", 10000), None);
     let mut w = Waiter::start(s.port, "k", "w", 5000, 0);
     await_key_waiters(&mut c, "k", 1);
@@ -769,9 +761,7 @@ fn wait_zero_waits_until_released() {
 /// reply, and nil if and only if it owns the lock.
 #[test]
 fn timeout_racing_expiry_gives_one_consistent_reply() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, s, mut c) = light_server();
     let (mut granted, mut timed_out) = (0, 0);
     for round in 0..20i64 {
         let key = format!("race{round}");
@@ -802,9 +792,7 @@ fn timeout_racing_expiry_gives_one_consistent_reply() {
 
 #[test]
 fn closed_waiter_is_never_granted() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, s, mut c) = light_server();
     let chan = channel("k");
     let mut sub = subscribe(s.port, &chan);
     assert_eq!(acquire(&mut c, "k", "h", 30000), None);
@@ -882,9 +870,7 @@ fn client_unblock_error_replies_error() {
 
 #[test]
 fn wait_in_multi_and_lua_does_not_block() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, _s, mut c) = light_server();
     assert_eq!(acquire(&mut c, "k", "h", 30000), None);
     let (p,): (Option<i64>,) = redis::pipe()
         .atomic()
@@ -1143,9 +1129,7 @@ fn ten_thousand_waiters_time_out_cleanly() {
 
 #[test]
 fn wait_counters_are_exact() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, s, mut c) = light_server();
     let expect = |c: &mut redis::Connection, want: &[(&str, i64)]| {
         let info = lock_info(c);
         for (k, v) in want {
@@ -1218,9 +1202,7 @@ fn wait_counters_are_exact() {
 /// reentrant holds; a different owner behind them keeps waiting until all those holds are gone.
 #[test]
 fn consecutive_waiters_with_the_same_owner_are_granted_together() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, s, mut c) = light_server();
     let key = "same-owner";
     assert_eq!(acquire(&mut c, key, "holder", 30000), None);
     let mut x = Waiter::start(s.port, key, "svc:1", 30000, 0);
@@ -1248,9 +1230,7 @@ fn consecutive_waiters_with_the_same_owner_are_granted_together() {
 /// SWAPDB moves the lock away from the waiters' database: they are served at once.
 #[test]
 fn swapdb_wakes_waiters() {
-    let _g = light();
-    let s = Server::start();
-    let mut c = s.conn();
+    let (_g, s, mut c) = light_server();
     assert_eq!(acquire(&mut c, "sw", "holder", 30000), None);
     let mut w = Waiter::start(s.port, "sw", "w", 20000, 0);
     await_key_waiters(&mut c, "sw", 1);
@@ -1267,9 +1247,7 @@ fn swapdb_wakes_waiters() {
 /// aborts the server). The waiter is served once the pause ends.
 #[test]
 fn expiry_during_client_pause_waits_for_the_pause_to_end() {
-    let _g = light();
-    let mut s = Server::start();
-    let mut c = s.conn();
+    let (_g, mut s, mut c) = light_server();
     assert_eq!(acquire(&mut c, "p", "h", 300), None);
     let mut w = Waiter::start(s.port, "p", "w", 20000, 0);
     await_key_waiters(&mut c, "p", 1);
