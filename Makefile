@@ -4,13 +4,13 @@
 PORT ?= 6379
 FUZZ_SECONDS ?= 60
 TEST_FUZZ_SECONDS ?= 10
-FUZZ_TARGETS := args state queue
+FUZZ_TARGETS := args state queue fence
 CARGO ?= cargo
 MODULE := target/release/libredis_lock.so
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help deps build run test lint fmt bench fuzz valgrind clean
+.PHONY: help deps build run test lint fmt bench chaos fuzz valgrind clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -49,6 +49,9 @@ fmt:
 
 bench: build ## benchmarks: native vs Lua vs plain Redis, WAIT vs pub/sub vs polling
 	$(CARGO) run --release --manifest-path bench/Cargo.toml -- --module $(CURDIR)/$(MODULE) --out bench-results
+
+chaos: build ## fenced critical sections through repeated failovers that lose writes: FENCE vs a plain counter
+	$(CARGO) run --release --manifest-path bench/Cargo.toml --bin chaos -- --module $(CURDIR)/$(MODULE) --out bench-results $(CHAOS_ARGS)
 
 fuzz: ## coverage-guided fuzzing of parsing, state transitions and the waiter queue (FUZZ_SECONDS each)
 	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install --locked cargo-fuzz

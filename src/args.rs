@@ -91,13 +91,15 @@ pub fn deadline(now_ms: i64, ms: i64, name: &'static str) -> Result<i64, ArgErro
     now_ms.checked_add(ms).ok_or(ArgError::Overflow(name))
 }
 
-/// `LOCK.ACQUIRE key owner lease-ms [WAIT timeout-ms]` (argv without the command name).
+/// `LOCK.ACQUIRE key owner lease-ms [WAIT timeout-ms] [FENCE]` (argv without the command name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AcquireArgs<'a> {
     pub owner: &'a [u8],
     pub lease_ms: i64,
     /// `Some(0)` waits without limit.
     pub wait_ms: Option<i64>,
+    /// Issue a fencing token and reply with the `[pttl, token]` array.
+    pub fence: bool,
 }
 
 pub fn acquire<'a>(argv: &[&'a [u8]]) -> Result<AcquireArgs<'a>, ArgError> {
@@ -107,12 +109,18 @@ pub fn acquire<'a>(argv: &[&'a [u8]]) -> Result<AcquireArgs<'a>, ArgError> {
     let owner = owner(own)?;
     let lease_ms = lease(lease_b)?;
     let mut wait_ms = None;
+    let mut fence = false;
     let mut rest = options;
     while let Some((opt, tail)) = rest.split_first() {
+        rest = tail;
+        if opt.eq_ignore_ascii_case(b"FENCE") && !fence {
+            fence = true;
+            continue;
+        }
         if !opt.eq_ignore_ascii_case(b"WAIT") || wait_ms.is_some() {
             return Err(ArgError::Syntax);
         }
-        let Some((value, tail)) = tail.split_first() else {
+        let Some((value, tail)) = rest.split_first() else {
             return Err(ArgError::Syntax);
         };
         let v = parse_i64(value).ok_or(ArgError::NotInteger(TIMEOUT))?;
@@ -122,7 +130,7 @@ pub fn acquire<'a>(argv: &[&'a [u8]]) -> Result<AcquireArgs<'a>, ArgError> {
         wait_ms = Some(v);
         rest = tail;
     }
-    Ok(AcquireArgs { owner, lease_ms, wait_ms })
+    Ok(AcquireArgs { owner, lease_ms, wait_ms, fence })
 }
 
 /// `LOCK.RELEASE key owner [lease-ms]`.
@@ -163,8 +171,9 @@ pub fn key_only(argv: &[&[u8]]) -> Result<(), ArgError> {
     }
 }
 
-/// The release channel of lock `key`: `<prefix>:{key}`, or `<prefix>:key` when the key already
-/// contains `{` (Redisson's rule, which keeps the channel in the key's hash slot).
+/// A name derived from lock `key` (its release channel, its fencing-token key):
+/// `<prefix>:{key}`, or `<prefix>:key` when the key already contains `{` (Redisson's rule, which
+/// keeps the derived name in the key's hash slot).
 pub fn channel_name(prefix: &[u8], key: &[u8]) -> Vec<u8> {
     let braces = !key.contains(&b'{');
     let mut ch = Vec::with_capacity(prefix.len() + key.len() + 3);
@@ -215,7 +224,13 @@ mod tests {
     #[test]
     fn acquire_forms() {
         let a = acquire(&[b"k", b"me", b"100"]).unwrap(); // ok: test
-        assert_eq!(a, AcquireArgs { owner: b"me", lease_ms: 100, wait_ms: None });
+        assert_eq!(a, AcquireArgs { owner: b"me", lease_ms: 100, wait_ms: None, fence: false });
+        let a = acquire(&[b"k", b"me", b"100", b"fence"]).unwrap(); // ok: test
+        assert_eq!(a, AcquireArgs { owner: b"me", lease_ms: 100, wait_ms: None, fence: true });
+        let a = acquire(&[b"k", b"me", b"100", b"FENCE", b"WAIT", b"7"]).unwrap(); // ok: test
+        assert_eq!((a.wait_ms, a.fence), (Some(7), true));
+        let a = acquire(&[b"k", b"me", b"100", b"WAIT", b"7", b"Fence"]).unwrap(); // ok: test
+        assert_eq!((a.wait_ms, a.fence), (Some(7), true));
         let a = acquire(&[b"k", b"me", b"100", b"wait", b"0"]).unwrap(); // ok: test
         assert_eq!(a.wait_ms, Some(0));
         let a = acquire(&[b"k", b"me", b"100", b"WAIT", b"250"]).unwrap(); // ok: test
@@ -234,6 +249,10 @@ mod tests {
         assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"1", b"WAIT", b"1"]), Err(ArgError::Syntax));
         assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"-1"]), Err(ArgError::Negative(TIMEOUT)));
         assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"z"]), Err(ArgError::NotInteger(TIMEOUT)));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"FENCE", b"FENCE"]), Err(ArgError::Syntax));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"FENCE", b"WAIT"]), Err(ArgError::Syntax));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"FENCE"]), Err(ArgError::NotInteger(TIMEOUT)));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"FENCES"]), Err(ArgError::Syntax));
     }
 
     #[test]

@@ -16,6 +16,8 @@ enum ArgKind {
     Key,
     Str,
     Int,
+    /// A flag given by its token alone (`FENCE`).
+    PureToken,
 }
 
 struct Arg {
@@ -55,7 +57,7 @@ const SPECS: [Spec; 5] = [
         acl: c"write blocking",
         arity: -4,
         summary:
-            c"Acquires (or re-enters) a lock for an owner with a lease; optionally waits in a FIFO queue",
+            c"Acquires (or re-enters) a lock for an owner with a lease; optionally waits in a FIFO queue and issues a fencing token",
         complexity: c"O(1)",
         key_flags: RW_ACCESS_UPDATE,
         args: &[
@@ -63,6 +65,7 @@ const SPECS: [Spec; 5] = [
             arg(c"owner", ArgKind::Str),
             arg(c"lease-ms", ArgKind::Int),
             Arg { name: c"timeout-ms", kind: ArgKind::Int, token: Some(c"WAIT"), optional: true },
+            Arg { name: c"fence", kind: ArgKind::PureToken, token: Some(c"FENCE"), optional: true },
         ],
     },
     Spec {
@@ -108,7 +111,7 @@ const SPECS: [Spec; 5] = [
         flags: c"readonly fast",
         acl: c"read fast",
         arity: 2,
-        summary: c"Returns a lock's owners with hold counts, its PTTL and the number of waiting clients",
+        summary: c"Returns a lock's owners with hold counts, its PTTL, the number of waiting clients and its last fencing token",
         complexity: c"O(N) where N is the number of owner fields (1 for a Redisson lock)",
         key_flags: RO_ACCESS,
         args: &[arg(c"key", ArgKind::Key)],
@@ -148,6 +151,7 @@ fn describe(ctx: Ctx, spec: &Spec) -> Result<(), String> {
                 ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
                 ArgKind::Str => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
                 ArgKind::Int => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+                ArgKind::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
             };
             r.key_spec_index = if matches!(a.kind, ArgKind::Key) { 0 } else { -1 };
             r.token = a.token.map_or(null(), CStr::as_ptr);

@@ -6,6 +6,7 @@ use crate::effects;
 use crate::rm::{self, rm, Ctx, Key, KeyKind, RStr};
 use crate::state::{self, LockView, StateError};
 use crate::stats;
+use crate::token;
 use crate::wait;
 use redis_module::raw;
 use std::os::raw::c_int;
@@ -15,6 +16,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub enum Refusal {
     Arg(ArgError),
     State(StateError),
+    /// Any other error reply, written out in full.
+    Reply(&'static str),
 }
 
 impl From<ArgError> for Refusal {
@@ -70,6 +73,10 @@ fn run(ctx: Ctx, argv: *mut RStr, argc: c_int, handler: Handler) -> c_int {
             stats::ERRORS.inc();
             rm::reply_error(ctx, e.message());
         }
+        Ok(Err(Refusal::Reply(msg))) => {
+            stats::ERRORS.inc();
+            rm::reply_error(ctx, msg);
+        }
         Err(_) => {
             stats::PANICS.inc();
             rm::reply_error(ctx, "ERR lock module internal error (panic caught, see the Redis log)");
@@ -117,17 +124,9 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     if v == LockView::Free && wait::has_waiters(ctx, name) && wait::grant_head(ctx, &key, name, now, false) {
         v = view(&key, owner);
     }
-    match state::acquire(&v)? {
-        state::Acquire::Create => {
-            effects::grant(ctx, &key, name, owner, 1, deadline, now);
-            stats::ACQUIRES_NEW.inc();
-            rm::reply_null(ctx);
-        }
-        state::Acquire::Reenter { new_count } => {
-            effects::grant(ctx, &key, name, owner, new_count, deadline, now);
-            stats::ACQUIRES_REENTRANT.inc();
-            rm::reply_null(ctx);
-        }
+    let (count, counter) = match state::acquire(&v)? {
+        state::Acquire::Create => (1, &stats::ACQUIRES_NEW),
+        state::Acquire::Reenter { new_count } => (new_count, &stats::ACQUIRES_REENTRANT),
         state::Acquire::Contended => {
             stats::ACQUIRES_CONTENDED.inc();
             let may_block = a.wait_ms.is_some()
@@ -136,12 +135,25 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
             if may_block {
                 let lock_deadline = key.deadline();
                 drop(key);
-                wait::block(ctx, name, a.owner, a.lease_ms, wait_deadline, lock_deadline, now);
+                let w = wait::Request { owner: a.owner, lease_ms: a.lease_ms, fence: a.fence };
+                wait::block(ctx, name, w, wait_deadline, lock_deadline, now);
+            } else if a.fence {
+                rm::reply_pair(ctx, key.pttl(), -1);
             } else {
                 rm::reply_int(ctx, key.pttl());
             }
+            return Ok(());
         }
-    }
+    };
+    // The token key is read and checked before the first write: a refusal changes nothing.
+    let token =
+        if a.fence { Some(token::prepare(ctx, rm::bytes(name)).map_err(Refusal::Reply)?) } else { None };
+    effects::grant(ctx, &key, name, owner, count, deadline, now);
+    counter.inc();
+    match token {
+        Some(t) => rm::reply_pair(ctx, -1, t.write(ctx, now)),
+        None => rm::reply_null(ctx),
+    };
     Ok(())
 }
 
@@ -235,7 +247,8 @@ fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
         owners.push((field, state::parse_count(value)?));
     }
     let waiters = wait::waiting_on(rm::selected_db(ctx), rm::bytes(name));
-    rm::reply_map(ctx, 3);
+    let token = token::last(ctx, rm::bytes(name));
+    rm::reply_map(ctx, 4);
     rm::reply_bytes(ctx, b"owners");
     rm::reply_map(ctx, owners.len());
     for (field, count) in owners {
@@ -246,6 +259,8 @@ fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     rm::reply_int(ctx, key.pttl());
     rm::reply_bytes(ctx, b"waiters");
     rm::reply_int(ctx, waiters as i64);
+    rm::reply_bytes(ctx, b"token");
+    rm::reply_int(ctx, token);
     Ok(())
 }
 

@@ -1,4 +1,5 @@
-//! Module configs `lock.channel-prefix` and `lock.publish-mode`.
+//! Module configs `lock.channel-prefix`, `lock.publish-mode`, `lock.token-prefix` and
+//! `lock.token-ttl`.
 //!
 //! Registered with the raw 7.0 config API so values are binary-safe: settable in redis.conf
 //! after `loadmodule`, as module arguments (`loadmodule ... publish-mode global`), and with
@@ -7,11 +8,12 @@
 use crate::rm::{self, rm, Ctx, RStr};
 use redis_module::raw;
 use std::ffi::CStr;
-use std::os::raw::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::os::raw::{c_char, c_int, c_longlong, c_void};
+use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 pub const DEFAULT_PREFIX: &[u8] = b"redisson_lock__channel";
+pub const DEFAULT_TOKEN_PREFIX: &[u8] = b"redisson_lock_token";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PublishMode {
@@ -28,23 +30,48 @@ const MODE_NAMES: [(&CStr, PublishMode); 4] = [
     (c"off", PublishMode::Off),
 ];
 
-static PREFIX: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-static MODE: AtomicU8 = AtomicU8::new(PublishMode::Auto as u8);
+/// A binary-safe string config: its value, and the string last handed to Redis by the getter.
+struct StrConfig {
+    name: &'static CStr,
+    default: &'static [u8],
+    value: Mutex<Vec<u8>>,
+    last: Mutex<usize>,
+}
 
-pub fn prefix() -> Vec<u8> {
-    let p = PREFIX.lock().unwrap_or_else(PoisonError::into_inner);
-    if p.is_empty() {
-        DEFAULT_PREFIX.to_vec()
-    } else {
-        p.clone()
+impl StrConfig {
+    const fn new(name: &'static CStr, default: &'static [u8]) -> StrConfig {
+        StrConfig { name, default, value: Mutex::new(Vec::new()), last: Mutex::new(0) }
+    }
+
+    /// Run `f` on the current value (the default until one is set).
+    fn with<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        let v = self.value.lock().unwrap_or_else(PoisonError::into_inner);
+        f(if v.is_empty() { self.default } else { &v })
+    }
+
+    fn set(&self, b: &[u8]) {
+        *self.value.lock().unwrap_or_else(PoisonError::into_inner) = b.to_vec();
     }
 }
 
+static PREFIX: StrConfig = StrConfig::new(c"channel-prefix", DEFAULT_PREFIX);
+static TOKEN_PREFIX: StrConfig = StrConfig::new(c"token-prefix", DEFAULT_TOKEN_PREFIX);
+static MODE: AtomicU8 = AtomicU8::new(PublishMode::Auto as u8);
+static TOKEN_TTL: AtomicI64 = AtomicI64::new(0);
+
 /// Build the release channel of `key` under the current prefix.
 pub fn channel(key: &[u8]) -> Vec<u8> {
-    let p = PREFIX.lock().unwrap_or_else(PoisonError::into_inner);
-    let prefix: &[u8] = if p.is_empty() { DEFAULT_PREFIX } else { &p };
-    crate::args::channel_name(prefix, key)
+    PREFIX.with(|p| crate::args::channel_name(p, key))
+}
+
+/// Build the fencing-token key of lock `key` under the current token prefix.
+pub fn token_key(key: &[u8]) -> Vec<u8> {
+    TOKEN_PREFIX.with(|p| crate::fence::token_key(p, key))
+}
+
+/// `lock.token-ttl` in ms; 0 keeps token keys without a TTL.
+pub fn token_ttl() -> i64 {
+    TOKEN_TTL.load(Ordering::Relaxed)
 }
 
 pub fn mode() -> PublishMode {
@@ -56,28 +83,35 @@ pub fn mode() -> PublishMode {
     }
 }
 
-unsafe extern "C" fn get_prefix(_name: *const c_char, _pd: *mut c_void) -> RStr {
-    // Redis copies the value; keep one string alive per call site (freed on the next get).
-    static LAST: Mutex<usize> = Mutex::new(0);
-    let s = rm::OwnedStr::new(&prefix());
-    let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
-    let old = std::mem::replace(&mut *last, s.ptr() as usize);
-    std::mem::forget(s);
+/// `privdata` of the string-config callbacks: the `StrConfig` they serve.
+fn str_config<'a>(pd: *mut c_void) -> Option<&'a StrConfig> {
+    // SAFETY: registered with a pointer to one of the `StrConfig` statics above.
+    unsafe { pd.cast::<StrConfig>().as_ref() }
+}
+
+unsafe extern "C" fn get_str(_name: *const c_char, pd: *mut c_void) -> RStr {
+    let Some(cfg) = str_config(pd) else { return std::ptr::null_mut() };
+    // Redis copies the value; keep one string alive per config (freed on the next get).
+    let s = cfg.with(rm::OwnedStr::leak);
+    let mut last = cfg.last.lock().unwrap_or_else(PoisonError::into_inner);
+    let old = std::mem::replace(&mut *last, s as usize);
     if old != 0 {
         rm!(RedisModule_FreeString(std::ptr::null_mut(), old as RStr) else ());
     }
-    *last as RStr
+    s
 }
 
-unsafe extern "C" fn set_prefix(_name: *const c_char, val: RStr, _pd: *mut c_void, err: *mut RStr) -> c_int {
+unsafe extern "C" fn set_str(_name: *const c_char, val: RStr, pd: *mut c_void, err: *mut RStr) -> c_int {
+    let Some(cfg) = str_config(pd) else { return raw::REDISMODULE_ERR as c_int };
     let b = rm::bytes(val);
     if b.is_empty() {
         if !err.is_null() {
-            unsafe { *err = rm::OwnedStr::leak(b"channel-prefix must not be empty") };
+            let msg = format!("{} must not be empty", cfg.name.to_string_lossy());
+            unsafe { *err = rm::OwnedStr::leak(msg.as_bytes()) };
         }
         return raw::REDISMODULE_ERR as c_int;
     }
-    *PREFIX.lock().unwrap_or_else(PoisonError::into_inner) = b.to_vec();
+    cfg.set(b);
     raw::REDISMODULE_OK as c_int
 }
 
@@ -87,6 +121,20 @@ unsafe extern "C" fn get_mode(_name: *const c_char, _pd: *mut c_void) -> c_int {
 
 unsafe extern "C" fn set_mode(_name: *const c_char, val: c_int, _pd: *mut c_void, _err: *mut RStr) -> c_int {
     MODE.store(val.clamp(0, 3) as u8, Ordering::Relaxed);
+    raw::REDISMODULE_OK as c_int
+}
+
+unsafe extern "C" fn get_ttl(_name: *const c_char, _pd: *mut c_void) -> c_longlong {
+    token_ttl()
+}
+
+unsafe extern "C" fn set_ttl(
+    _name: *const c_char,
+    val: c_longlong,
+    _pd: *mut c_void,
+    _err: *mut RStr,
+) -> c_int {
+    TOKEN_TTL.store(val.max(0), Ordering::Relaxed);
     raw::REDISMODULE_OK as c_int
 }
 
@@ -102,12 +150,37 @@ fn module_arg<'a>(args: &[&'a [u8]], name: &str) -> Option<&'a [u8]> {
         .and_then(|w| w.get(1).copied())
 }
 
-/// Register both configs, taking defaults from the module arguments. `Err` names the problem.
-pub fn register(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
-    let prefix_default = module_arg(args, "channel-prefix").unwrap_or(DEFAULT_PREFIX);
-    if prefix_default.is_empty() || prefix_default.contains(&0) {
-        return Err("channel-prefix must be a non-empty string without NUL bytes".into());
+/// Register a string config whose default may come from the module arguments.
+fn register_str(ctx: Ctx, args: &[&[u8]], cfg: &'static StrConfig) -> Result<(), String> {
+    let name = cfg.name.to_string_lossy();
+    let default = module_arg(args, &name).unwrap_or(cfg.default);
+    if default.is_empty() || default.contains(&0) {
+        return Err(format!("{name} must be a non-empty string without NUL bytes"));
     }
+    cfg.set(default);
+    let mut default_c = default.to_vec();
+    default_c.push(0);
+    let pd = (cfg as *const StrConfig).cast_mut().cast::<c_void>();
+    let r = rm!(RedisModule_RegisterStringConfig(
+        ctx,
+        cfg.name.as_ptr(),
+        default_c.as_ptr().cast::<c_char>(),
+        raw::REDISMODULE_CONFIG_DEFAULT,
+        Some(get_str),
+        Some(set_str),
+        None,
+        pd,
+    ) else raw::REDISMODULE_ERR as c_int);
+    if r != raw::REDISMODULE_OK as c_int {
+        return Err(format!("could not register the config {name}"));
+    }
+    Ok(())
+}
+
+/// Register every config, taking defaults from the module arguments. `Err` names the problem.
+pub fn register(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
+    register_str(ctx, args, &PREFIX)?;
+    register_str(ctx, args, &TOKEN_PREFIX)?;
     let mode_default = match module_arg(args, "publish-mode") {
         None => PublishMode::Auto,
         Some(v) => MODE_NAMES
@@ -116,25 +189,19 @@ pub fn register(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
             .map(|(_, m)| *m)
             .ok_or_else(|| "publish-mode must be one of auto, global, sharded, off".to_string())?,
     };
-    *PREFIX.lock().unwrap_or_else(PoisonError::into_inner) = prefix_default.to_vec();
     MODE.store(mode_default as u8, Ordering::Relaxed);
+    let ttl_default = match module_arg(args, "token-ttl") {
+        None => 0,
+        Some(v) => crate::args::parse_i64(v)
+            .filter(|t| *t >= 0)
+            .ok_or_else(|| "token-ttl must be an integer >= 0 (milliseconds)".to_string())?,
+    };
+    TOKEN_TTL.store(ttl_default, Ordering::Relaxed);
 
-    let mut default_c = prefix_default.to_vec();
-    default_c.push(0);
     let flags = raw::REDISMODULE_CONFIG_DEFAULT;
-    let r1 = rm!(RedisModule_RegisterStringConfig(
-        ctx,
-        c"channel-prefix".as_ptr(),
-        default_c.as_ptr().cast::<c_char>(),
-        flags,
-        Some(get_prefix),
-        Some(set_prefix),
-        None,
-        std::ptr::null_mut(),
-    ) else raw::REDISMODULE_ERR as c_int);
     let mut names: Vec<*const c_char> = MODE_NAMES.iter().map(|(n, _)| n.as_ptr()).collect();
     let vals: Vec<c_int> = MODE_NAMES.iter().map(|(_, m)| *m as c_int).collect();
-    let r2 = rm!(RedisModule_RegisterEnumConfig(
+    let r1 = rm!(RedisModule_RegisterEnumConfig(
         ctx,
         c"publish-mode".as_ptr(),
         mode_default as c_int,
@@ -144,6 +211,18 @@ pub fn register(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
         names.len() as c_int,
         Some(get_mode),
         Some(set_mode),
+        None,
+        std::ptr::null_mut(),
+    ) else raw::REDISMODULE_ERR as c_int);
+    let r2 = rm!(RedisModule_RegisterNumericConfig(
+        ctx,
+        c"token-ttl".as_ptr(),
+        ttl_default,
+        flags,
+        0,
+        c_longlong::MAX,
+        Some(get_ttl),
+        Some(set_ttl),
         None,
         std::ptr::null_mut(),
     ) else raw::REDISMODULE_ERR as c_int);

@@ -8,10 +8,12 @@
 //! - `effects`: writes with their replication, notifications and release message
 //! - `commands`: the LOCK.* handlers
 //! - `wait`: blocking, handoff, lease timers and keyspace/server events
+//! - `fence`: how the next fencing token is chosen (pure); `token`: the token key's reads/writes
 //! - `cluster`: slot checks before grants made outside a command
 //! - `config`, `stats`, `cmdinfo`: configs, INFO section, command registration and docs
 
 pub mod args;
+pub mod fence;
 pub mod queue;
 pub mod state;
 
@@ -22,6 +24,7 @@ mod config;
 mod effects;
 mod rm;
 mod stats;
+mod token;
 mod wait;
 
 use redis_module::{raw, redis_module, Context, RedisString, Status};

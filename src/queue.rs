@@ -15,6 +15,8 @@ pub struct Waiter<H> {
     pub key: KeyId,
     pub owner: Vec<u8>,
     pub lease_ms: i64,
+    /// The waiter asked for a fencing token (`FENCE`).
+    pub fence: bool,
     /// Absolute unix-ms deadline of the wait, `None` for no limit.
     pub deadline: Option<i64>,
     pub handle: H,
@@ -162,6 +164,7 @@ mod tests {
             key: (0, key.as_bytes().to_vec()),
             owner: owner.as_bytes().to_vec(),
             lease_ms: 10,
+            fence: false,
             deadline: None,
             handle: 0,
             timer: None,

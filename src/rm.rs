@@ -302,6 +302,33 @@ impl Key {
         rm!(RedisModule_DeleteKey(self.ptr) else 0);
     }
 
+    /// Whether the key holds a string.
+    pub fn is_string(&self) -> bool {
+        !self.ptr.is_null()
+            && rm!(RedisModule_KeyType(self.ptr) else 0) as isize == raw::REDISMODULE_KEYTYPE_STRING
+    }
+
+    /// Run `f` on the bytes of a string value (key opened for writing: reading an integer-encoded
+    /// value through RM_StringDMA converts it to a plain string).
+    pub fn string_get<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if !self.is_string() {
+            return None;
+        }
+        let mut len = 0usize;
+        let mode = raw::REDISMODULE_READ as c_int;
+        let p = rm!(RedisModule_StringDMA(self.ptr, &mut len, mode) else null_mut());
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: Redis guarantees `len` readable bytes at `p` while the key is open and unchanged.
+        Some(f(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }))
+    }
+
+    /// Make the key the string `value` (any TTL is removed, as SET does).
+    pub fn string_set(&self, value: RStr) {
+        rm!(RedisModule_StringSet(self.ptr, value) else 0);
+    }
+
     /// Every (field, value) of the hash.
     pub fn hash_entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
@@ -347,6 +374,17 @@ pub fn replicate_pexpireat(ctx: Ctx, key: RStr, deadline: i64) {
     rm!(RedisModule_Replicate(ctx, c"PEXPIREAT".as_ptr(), c"sl".as_ptr(), key, d) else 0);
 }
 
+/// Replicate `SET key value`, with `PXAT deadline` when given.
+pub fn replicate_set(ctx: Ctx, key: RStr, value: RStr, deadline: Option<i64>) {
+    match deadline {
+        Some(d) => {
+            let d: c_longlong = d;
+            rm!(RedisModule_Replicate(ctx, c"SET".as_ptr(), c"sscl".as_ptr(), key, value, c"PXAT".as_ptr(), d) else 0)
+        }
+        None => rm!(RedisModule_Replicate(ctx, c"SET".as_ptr(), c"ss".as_ptr(), key, value) else 0),
+    };
+}
+
 pub fn replicate_del(ctx: Ctx, key: RStr) {
     rm!(RedisModule_Replicate(ctx, c"DEL".as_ptr(), c"s".as_ptr(), key) else 0);
 }
@@ -369,6 +407,13 @@ pub fn reply_null(ctx: Ctx) -> c_int {
 
 pub fn reply_int(ctx: Ctx, n: i64) -> c_int {
     rm!(RedisModule_ReplyWithLongLong(ctx, n) else 0)
+}
+
+/// Reply with the two-integer array `[a, b]` (the FENCE reply shape).
+pub fn reply_pair(ctx: Ctx, a: i64, b: i64) -> c_int {
+    rm!(RedisModule_ReplyWithArray(ctx, 2) else 0);
+    reply_int(ctx, a);
+    reply_int(ctx, b)
 }
 
 /// Reply with an error; `msg` must start with the error code (`ERR ...`).

@@ -37,10 +37,11 @@ pub static WAITS_CANCELLED: Counter = Counter::new();
 pub static WAITS_FAILED: Counter = Counter::new();
 pub static HANDOFFS: Counter = Counter::new();
 pub static GRANTS_AFTER_FREE: Counter = Counter::new();
+pub static TOKENS_ISSUED: Counter = Counter::new();
 pub static ERRORS: Counter = Counter::new();
 pub static PANICS: Counter = Counter::new();
 
-const FIELDS: [(&CStr, &Counter); 20] = [
+const FIELDS: [(&CStr, &Counter); 21] = [
     (c"acquires_new", &ACQUIRES_NEW),
     (c"acquires_reentrant", &ACQUIRES_REENTRANT),
     (c"acquires_contended", &ACQUIRES_CONTENDED),
@@ -59,6 +60,7 @@ const FIELDS: [(&CStr, &Counter); 20] = [
     (c"waits_failed", &WAITS_FAILED),
     (c"handoffs", &HANDOFFS),
     (c"grants_after_free", &GRANTS_AFTER_FREE),
+    (c"tokens_issued", &TOKENS_ISSUED),
     (c"errors", &ERRORS),
     (c"panics_caught", &PANICS),
 ];

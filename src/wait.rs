@@ -12,6 +12,7 @@ use crate::queue::{KeyId, WaitQueues, Waiter};
 use crate::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
 use crate::state::StateError;
 use crate::stats;
+use crate::token;
 use redis_module::raw;
 use std::collections::{HashMap, HashSet};
 use std::os::raw::{c_int, c_void};
@@ -91,7 +92,8 @@ pub fn waiting_on(db: i32, key: &[u8]) -> usize {
 }
 
 enum Outcome {
-    Granted,
+    /// Granted; the fencing token when the waiter asked for one.
+    Granted(Option<i64>),
     TimedOut,
     Failed(&'static str),
 }
@@ -166,12 +168,18 @@ fn arm_expiry(ctx: Ctx, key: &KeyId, deadline: Option<i64>, now: i64) {
     }
 }
 
+/// What a blocked LOCK.ACQUIRE asked for.
+pub struct Request<'a> {
+    pub owner: &'a [u8],
+    pub lease_ms: i64,
+    pub fence: bool,
+}
+
 /// Block the calling client at the tail of `name`'s queue.
 pub fn block(
     ctx: Ctx,
     name: RStr,
-    owner: &[u8],
-    lease_ms: i64,
+    req: Request,
     wait_deadline: Option<i64>,
     lock_deadline: Option<i64>,
     now: i64,
@@ -186,8 +194,9 @@ pub fn block(
     let key: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
     let waiter = Waiter {
         key: key.clone(),
-        owner: owner.to_vec(),
-        lease_ms,
+        owner: req.owner.to_vec(),
+        lease_ms: req.lease_ms,
+        fence: req.fence,
         deadline: wait_deadline,
         handle: bc as usize,
         timer: None,
@@ -242,9 +251,18 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
             continue;
         }
         let count = holder.as_ref().map_or(1, |(_, c)| c + 1);
+        // A FENCE waiter's token key is checked before its grant writes anything.
+        let token = match w.fence.then(|| token::prepare(ctx, &kid.1)).transpose() {
+            Ok(t) => t,
+            Err(msg) => {
+                stats::WAITS_FAILED.inc();
+                unblock(w.handle, Outcome::Failed(msg));
+                continue;
+            }
+        };
         let owner = OwnedStr::new(&w.owner);
         effects::grant(ctx, key, name, owner.ptr(), count, now.saturating_add(w.lease_ms), now);
-        unblock(w.handle, Outcome::Granted);
+        unblock(w.handle, Outcome::Granted(token.map(|t| t.write(ctx, now))));
         stats::WAITS_GRANTED.inc();
         if handoff {
             stats::HANDOFFS.inc();
@@ -344,10 +362,21 @@ fn quietly(ctx: Ctx, what: &str, f: impl FnOnce()) {
 
 // ---- callbacks -------------------------------------------------------------------------------
 
+/// The "not acquired" reply of a wait that ended without a grant: the lock's PTTL, as
+/// `[pttl, -1]` when the command asked for `FENCE`.
 fn reply_pttl_of_argv(ctx: Ctx, argv: *mut RStr, argc: c_int) {
-    let name = if argc >= 2 && !argv.is_null() { unsafe { *argv.add(1) } } else { null_mut() };
-    let pttl = if name.is_null() { -2 } else { Key::read(ctx, name).pttl() };
-    rm::reply_int(ctx, pttl);
+    let strs: &[RStr] = match usize::try_from(argc) {
+        // SAFETY: Redis passes argc valid strings at argv.
+        Ok(n) if n >= 2 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
+        _ => &[],
+    };
+    let pttl = strs.get(1).map_or(-2, |name| Key::read(ctx, *name).pttl());
+    let bytes: Vec<&[u8]> = strs.iter().skip(1).map(|s| rm::bytes(*s)).collect();
+    if crate::args::acquire(&bytes).is_ok_and(|a| a.fence) {
+        rm::reply_pair(ctx, pttl, -1);
+    } else {
+        rm::reply_int(ctx, pttl);
+    }
 }
 
 unsafe extern "C" fn on_reply(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
@@ -355,8 +384,11 @@ unsafe extern "C" fn on_reply(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
         let pd = rm!(RedisModule_GetBlockedClientPrivateData(ctx) else null_mut()).cast::<Outcome>();
         // SAFETY: the private data is the Outcome box handed to RM_UnblockClient.
         match unsafe { pd.as_ref() } {
-            Some(Outcome::Granted) => {
+            Some(Outcome::Granted(None)) => {
                 rm::reply_null(ctx);
+            }
+            Some(Outcome::Granted(Some(token))) => {
+                rm::reply_pair(ctx, -1, *token);
             }
             Some(Outcome::Failed(msg)) => {
                 rm::reply_error(ctx, msg);

@@ -178,7 +178,8 @@ const INTS: [&str; 27] = [
     "\u{0}1",
 ];
 const LEASES: [&str; 9] = ["1", "3", "10", "50", "200", "1000", "30000", "600000", "9223370000000000000"];
-const OPTIONS: [&str; 9] = ["WAIT", "wait", "Wait", "WAITS", "NOWAIT", "WAIT\0", "TIMEOUT", "", "PX"];
+const OPTIONS: [&str; 11] =
+    ["WAIT", "wait", "Wait", "WAITS", "NOWAIT", "WAIT\0", "TIMEOUT", "", "PX", "FENCE", "FENCES"];
 /// Owners that have a junk count in the seeded junk hashes.
 const JUNK_OWNERS: [&str; 8] =
     ["j-abc", "j-zero", "j-neg", "j-max", "j-frac", "j-empty", "j-space", "j-plus"];
@@ -378,6 +379,11 @@ impl Gen {
                     a.push(opt);
                     a.push(t);
                 }
+                if self.rng.gen_ratio(1, 4) {
+                    let fence = self.pick(&["FENCE", "fence", "Fence"]).as_bytes().to_vec();
+                    let at = self.rng.gen_range(3..=a.len());
+                    a.insert(at, fence);
+                }
                 self.maybe_extra(&mut a);
                 a
             }
@@ -488,6 +494,11 @@ fn check_reply(kind: Kind, argv: &[Vec<u8>], r: &Reply) -> &'static str {
     match (kind, r) {
         (Kind::Acquire, Reply::Nil) => "acquire_nil",
         (Kind::Acquire, Reply::Int(n)) if *n >= -1 || (waited && *n == -2) => "acquire_pttl",
+        (Kind::Acquire, Reply::Arr(a)) => match a.as_slice() {
+            [Reply::Int(-1), Reply::Int(t)] if *t > 0 => "acquire_token",
+            [Reply::Int(n), Reply::Int(-1)] if *n >= -1 || (waited && *n == -2) => "acquire_fenced_pttl",
+            _ => panic!("FENCE reply of the wrong shape: {}", ctx()),
+        },
         (Kind::Release, Reply::Nil) => "release_nil",
         (Kind::Release, Reply::Int(0)) => "release_0",
         (Kind::Release, Reply::Int(1)) => "release_1",
@@ -496,8 +507,8 @@ fn check_reply(kind: Kind, argv: &[Vec<u8>], r: &Reply) -> &'static str {
         (Kind::Force, Reply::Int(0)) => "force_0",
         (Kind::Force, Reply::Int(1)) => "force_1",
         (Kind::Info, Reply::Nil) => "info_nil",
-        (Kind::Info, Reply::Arr(a)) if a.len() == 6 && a[0] == Reply::Bulk(b"owners".to_vec()) => "info",
-        (Kind::Info, Reply::Map(m)) if m.len() == 3 && m[0].0 == Reply::Bulk(b"owners".to_vec()) => "info",
+        (Kind::Info, Reply::Arr(a)) if a.len() == 8 && a[0] == Reply::Bulk(b"owners".to_vec()) => "info",
+        (Kind::Info, Reply::Map(m)) if m.len() == 4 && m[0].0 == Reply::Bulk(b"owners".to_vec()) => "info",
         _ => panic!("reply of the wrong shape: {}", ctx()),
     }
 }
@@ -575,7 +586,7 @@ fn run_batch(con: &mut Raw, items: &[Item], counts: &mut Counts) {
                         *counts.entry("eval").or_default() += 1;
                         match &r {
                             Reply::Arr(a) if it.kind == Kind::Info => {
-                                assert_eq!(a.len(), 6, "{r:?}");
+                                assert_eq!(a.len(), 8, "{r:?}");
                                 "info"
                             }
                             _ => check_reply(it.kind, inner, &r),
@@ -711,6 +722,8 @@ fn thirty_thousand_hostile_invocations_leave_server_and_locks_intact() {
     for class in [
         "acquire_nil",
         "acquire_pttl",
+        "acquire_token",
+        "acquire_fenced_pttl",
         "release_nil",
         "release_0",
         "release_1",

@@ -1,11 +1,11 @@
 //! Fuzz the argument parsers (`redis_lock::args`) against an independent model of the spec.
 //!
 //! The input becomes an argv (raw bytes mixed with interesting tokens: integers at the i64
-//! edges, `WAIT` in any case, empty strings) fed to every parser. Properties:
+//! edges, `WAIT` and `FENCE` in any case, empty strings) fed to every parser. Properties:
 //! - no parser panics;
 //! - `parse_i64` accepts exactly the canonical decimal spelling of an i64 (`n.to_string()`),
 //!   and round-trips it;
-//! - every `Ok` carries exactly the values of the argv (owner bytes, lease, wait timeout);
+//! - every `Ok` carries exactly the values of the argv (owner bytes, lease, wait timeout, fence);
 //! - every `Err` is one of the errors the argv actually deserves, and `Ok` comes back only when
 //!   no error applies (so precedence between several errors is left to the implementation);
 //! - `deadline` is `now + ms` or `Overflow` exactly when that sum overflows;
@@ -24,6 +24,7 @@ enum Tok {
     /// An integer just past the i64 range, or a near-integer spelling.
     Odd(u8, i64),
     Wait(u8),
+    Fence(u8),
     Empty,
 }
 
@@ -50,6 +51,12 @@ impl Tok {
                 2 => b"WaIt".to_vec(),
                 3 => b"WAITS".to_vec(),
                 _ => b"W\0AIT".to_vec(),
+            },
+            Tok::Fence(k) => match k % 4 {
+                0 => b"FENCE".to_vec(),
+                1 => b"fence".to_vec(),
+                2 => b"FeNcE".to_vec(),
+                _ => b"FENCES".to_vec(),
             },
             Tok::Empty => Vec::new(),
         }
@@ -122,28 +129,41 @@ fn check_acquire(argv: &[&[u8]]) {
     } else {
         owner_errors(argv[1], &mut errs);
         let lease = lease_errors(argv[2], &mut errs);
+        // Options: `WAIT <timeout>` and `FENCE`, in any order, each at most once. The walk
+        // stops at the first bad option (what follows it has no defined meaning).
         let mut wait = None;
-        let mut seen = false;
-        for pair in argv[3..].chunks(2) {
-            if !pair[0].eq_ignore_ascii_case(b"WAIT") || seen || pair.len() < 2 {
-                errs.push(ArgError::Syntax);
+        let mut fence = false;
+        let mut i = 3;
+        while i < argv.len() {
+            let opt = argv[i];
+            if opt.eq_ignore_ascii_case(b"FENCE") && !fence {
+                fence = true;
+                i += 1;
                 continue;
             }
-            seen = true;
-            match model_i64(pair[1]) {
+            if !opt.eq_ignore_ascii_case(b"WAIT") || wait.is_some() || i + 1 >= argv.len() {
+                errs.push(ArgError::Syntax);
+                break;
+            }
+            match model_i64(argv[i + 1]) {
                 None => errs.push(ArgError::NotInteger(TIMEOUT)),
                 Some(v) if v < 0 => errs.push(ArgError::Negative(TIMEOUT)),
                 Some(v) => wait = Some(v),
             }
+            if wait.is_none() {
+                break;
+            }
+            i += 2;
         }
-        want = lease.map(|l| (l, wait));
+        want = lease.map(|l| (l, wait, fence));
     }
     judge("acquire", argv, &got, &errs);
     if let Ok(a) = got {
-        let (lease, wait) = want.expect("Ok without a valid lease");
+        let (lease, wait, fence) = want.expect("Ok without a valid lease");
         assert_eq!(a.owner, argv[1]);
         assert_eq!(a.lease_ms, lease);
         assert_eq!(a.wait_ms, wait);
+        assert_eq!(a.fence, fence);
         assert!(a.lease_ms > 0 && a.wait_ms.is_none_or(|w| w >= 0));
     }
 }

@@ -1,0 +1,96 @@
+//! The fencing-token key of a lock (`LOCK.ACQUIRE ... FENCE`): read and checked before a grant
+//! writes anything, then written with its effects. The token itself is chosen in `fence.rs`.
+
+use crate::config;
+use crate::fence::{self, FenceError};
+use crate::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr};
+use crate::state::StateError;
+use crate::stats;
+use redis_module::raw;
+use std::os::raw::c_int;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub const CROSSSLOT: &str =
+    "CROSSSLOT the lock's fencing token key would be in another hash slot (the lock name has '{' without a hash tag)";
+
+/// A token chosen for a grant, not written yet.
+pub struct Pending {
+    key: Key,
+    name: OwnedStr,
+    value: i64,
+}
+
+/// Wall-clock microseconds since the unix epoch.
+fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .ok()
+        .and_then(|d| i64::try_from(d.as_micros()).ok())
+        .unwrap_or(0)
+}
+
+/// Read the token key of lock `lock` (in the context's db) and choose the next token. An `Err`
+/// is the error reply; nothing has been written.
+pub fn prepare(ctx: Ctx, lock: &[u8]) -> Result<Pending, &'static str> {
+    let tname = config::token_key(lock);
+    if crate::cluster::enabled() && crate::cluster::key_slot(&tname) != crate::cluster::key_slot(lock) {
+        return Err(CROSSSLOT);
+    }
+    let name = OwnedStr::new(&tname);
+    let key = Key::write(ctx, name.ptr());
+    let stored = match key.kind() {
+        KeyKind::Empty => None,
+        _ if key.is_string() => Some(
+            key.string_get(fence::parse_stored)
+                .unwrap_or(Err(FenceError::NotInteger))
+                .map_err(FenceError::message)?,
+        ),
+        _ => return Err(StateError::WrongType.message()),
+    };
+    let value = fence::next_token(stored, now_us()).map_err(FenceError::message)?;
+    Ok(Pending { key, name, value })
+}
+
+impl Pending {
+    /// Store the token as a decimal string (with `lock.token-ttl` as its TTL), replicated as
+    /// `SET key token [PXAT deadline]` with the keyspace events SET fires. Returns the token.
+    pub fn write(self, ctx: Ctx, now_ms: i64) -> i64 {
+        let value = OwnedStr::from_i64(self.value);
+        self.key.string_set(value.ptr());
+        let ttl = config::token_ttl();
+        let deadline = (ttl > 0).then(|| now_ms.saturating_add(ttl));
+        if let Some(d) = deadline {
+            self.key.set_deadline(d, now_ms);
+        }
+        rm::replicate_set(ctx, self.name.ptr(), value.ptr(), deadline);
+        rm::notify(ctx, raw::REDISMODULE_NOTIFY_STRING, c"set", self.name.ptr());
+        if deadline.is_some() {
+            rm::notify(ctx, raw::REDISMODULE_NOTIFY_GENERIC, c"expire", self.name.ptr());
+        }
+        rm::signal_modified(ctx, self.name.ptr());
+        stats::TOKENS_ISSUED.inc();
+        self.value
+    }
+}
+
+/// The last token issued for lock `lock` (LOCK.INFO's `token`), `-1` when there is none.
+/// Read with GET so that a read-only command never converts the stored value.
+pub fn last(ctx: Ctx, lock: &[u8]) -> i64 {
+    let tname = config::token_key(lock);
+    let reply = rm!(RedisModule_Call(ctx, c"GET".as_ptr(), c"b".as_ptr(), tname.as_ptr(), tname.len()) else std::ptr::null_mut());
+    if reply.is_null() {
+        return -1;
+    }
+    let mut token = -1;
+    if rm!(RedisModule_CallReplyType(reply) else 0) == raw::REDISMODULE_REPLY_STRING as c_int {
+        let mut len = 0usize;
+        let p = rm!(RedisModule_CallReplyStringPtr(reply, &mut len) else std::ptr::null());
+        if !p.is_null() {
+            // SAFETY: `len` readable bytes owned by `reply`, freed below.
+            let b = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
+            token = fence::parse_stored(b).unwrap_or(-1);
+        }
+    }
+    rm!(RedisModule_FreeCallReply(reply) else ());
+    token
+}
