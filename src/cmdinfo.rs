@@ -3,6 +3,7 @@
 //! (7.0), and ACL categories on servers that have `RM_SetCommandACLCategories` (7.2+).
 
 use crate::commands;
+use crate::redisson_native;
 use crate::rm::{self, rm, Ctx};
 use redis_module::raw;
 use std::ffi::CStr;
@@ -25,10 +26,24 @@ struct Arg {
     kind: ArgKind,
     token: Option<&'static CStr>,
     optional: bool,
+    multiple: bool,
 }
 
 const fn arg(name: &'static CStr, kind: ArgKind) -> Arg {
-    Arg { name, kind, token: None, optional: false }
+    Arg { name, kind, token: None, optional: false, multiple: false }
+}
+
+const fn opt(name: &'static CStr, kind: ArgKind, token: Option<&'static CStr>) -> Arg {
+    Arg { name, kind, token, optional: true, multiple: false }
+}
+
+/// Where the command's keys are.
+#[derive(Clone, Copy)]
+enum Keys {
+    /// Exactly one key, the first argument.
+    First,
+    /// `numkeys` at this argv index, then that many keys (the EVAL layout).
+    Numkeys(c_int),
 }
 
 struct Spec {
@@ -40,6 +55,7 @@ struct Spec {
     summary: &'static CStr,
     complexity: &'static CStr,
     key_flags: u32,
+    keys: Keys,
     args: &'static [Arg],
 }
 
@@ -49,7 +65,7 @@ const RW_ACCESS_DELETE: u32 =
     raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_DELETE;
 const RO_ACCESS: u32 = raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS;
 
-const SPECS: [Spec; 5] = [
+const SPECS: [Spec; 6] = [
     Spec {
         name: c"lock.acquire",
         handler: commands::acquire_cmd,
@@ -60,12 +76,13 @@ const SPECS: [Spec; 5] = [
             c"Acquires (or re-enters) a lock for an owner with a lease; optionally waits in a FIFO queue and issues a fencing token",
         complexity: c"O(1)",
         key_flags: RW_ACCESS_UPDATE,
+        keys: Keys::First,
         args: &[
             arg(c"key", ArgKind::Key),
             arg(c"owner", ArgKind::Str),
             arg(c"lease-ms", ArgKind::Int),
-            Arg { name: c"timeout-ms", kind: ArgKind::Int, token: Some(c"WAIT"), optional: true },
-            Arg { name: c"fence", kind: ArgKind::PureToken, token: Some(c"FENCE"), optional: true },
+            opt(c"timeout-ms", ArgKind::Int, Some(c"WAIT")),
+            opt(c"fence", ArgKind::PureToken, Some(c"FENCE")),
         ],
     },
     Spec {
@@ -77,10 +94,11 @@ const SPECS: [Spec; 5] = [
         summary: c"Releases one hold of a lock; frees it (or hands it to the next waiter) on the last hold",
         complexity: c"O(1)",
         key_flags: RW_ACCESS_DELETE,
+        keys: Keys::First,
         args: &[
             arg(c"key", ArgKind::Key),
             arg(c"owner", ArgKind::Str),
-            Arg { name: c"lease-ms", kind: ArgKind::Int, token: None, optional: true },
+            opt(c"lease-ms", ArgKind::Int, None),
         ],
     },
     Spec {
@@ -92,6 +110,7 @@ const SPECS: [Spec; 5] = [
         summary: c"Resets the lease of a lock held by the owner (watchdog renewal)",
         complexity: c"O(1)",
         key_flags: RW_UPDATE,
+        keys: Keys::First,
         args: &[arg(c"key", ArgKind::Key), arg(c"owner", ArgKind::Str), arg(c"lease-ms", ArgKind::Int)],
     },
     Spec {
@@ -103,6 +122,7 @@ const SPECS: [Spec; 5] = [
         summary: c"Frees a lock whoever holds it (or hands it to the next waiter)",
         complexity: c"O(1)",
         key_flags: RW_ACCESS_DELETE,
+        keys: Keys::First,
         args: &[arg(c"key", ArgKind::Key)],
     },
     Spec {
@@ -114,7 +134,29 @@ const SPECS: [Spec; 5] = [
         summary: c"Returns a lock's owners with hold counts, its PTTL, the number of waiting clients and its last fencing token",
         complexity: c"O(N) where N is the number of owner fields (1 for a Redisson lock)",
         key_flags: RO_ACCESS,
+        keys: Keys::First,
         args: &[arg(c"key", ArgKind::Key)],
+    },
+    Spec {
+        name: c"lock.redisson",
+        handler: redisson_native::redisson_cmd,
+        // Like EVAL: not flagged write (a script decides at run time; on a read-only replica or
+        // under OOM the call runs in Lua and fails or succeeds as the script does).
+        flags: c"deny-script may-replicate allow-stale no-mandatory-keys getkeys-api",
+        acl: c"scripting slow",
+        arity: -5,
+        summary: c"Runs a Redisson lock script natively; the command filter of lock.redisson-scripts native rewrites EVAL/EVALSHA calls of known scripts into it",
+        complexity: c"O(N) where N is the number of keys (1 to 3, or the batch size of a watchdog renewal)",
+        key_flags: RW_ACCESS_UPDATE,
+        keys: Keys::Numkeys(4),
+        args: &[
+            arg(c"kind", ArgKind::Str),
+            arg(c"command", ArgKind::Str),
+            arg(c"script-or-sha1", ArgKind::Str),
+            arg(c"numkeys", ArgKind::Int),
+            Arg { name: c"key", kind: ArgKind::Key, token: None, optional: false, multiple: true },
+            Arg { name: c"arg", kind: ArgKind::Str, token: None, optional: true, multiple: true },
+        ],
     },
 ];
 
@@ -135,10 +177,26 @@ fn describe(ctx: Ctx, spec: &Spec) -> Result<(), String> {
     let mut key_specs: [raw::RedisModuleCommandKeySpec; 2] = unsafe { std::mem::zeroed() };
     key_specs[0].flags = u64::from(spec.key_flags);
     key_specs[0].begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
-    key_specs[0].bs.index = raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos: 1 };
-    key_specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
-    key_specs[0].fk.range =
-        raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 { lastkey: 0, keystep: 1, limit: 0 };
+    match spec.keys {
+        Keys::First => {
+            key_specs[0].bs.index = raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos: 1 };
+            key_specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+            key_specs[0].fk.range = raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 {
+                lastkey: 0,
+                keystep: 1,
+                limit: 0,
+            };
+        }
+        Keys::Numkeys(pos) => {
+            key_specs[0].bs.index = raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos };
+            key_specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
+            key_specs[0].fk.keynum = raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_2 {
+                keynumidx: 0,
+                firstkey: 1,
+                keystep: 1,
+            };
+        }
+    }
 
     let mut args: Vec<raw::RedisModuleCommandArg> = spec
         .args
@@ -155,7 +213,8 @@ fn describe(ctx: Ctx, spec: &Spec) -> Result<(), String> {
             };
             r.key_spec_index = if matches!(a.kind, ArgKind::Key) { 0 } else { -1 };
             r.token = a.token.map_or(null(), CStr::as_ptr);
-            r.flags = if a.optional { raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int } else { 0 };
+            r.flags = if a.optional { raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int } else { 0 }
+                | if a.multiple { raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int } else { 0 };
             r
         })
         .collect();
@@ -187,14 +246,18 @@ fn describe(ctx: Ctx, spec: &Spec) -> Result<(), String> {
 /// Create every LOCK.* command and describe it.
 pub fn register(ctx: Ctx) -> Result<(), String> {
     for spec in &SPECS {
+        let (first, last, step) = match spec.keys {
+            Keys::First => (1, 1, 1),
+            Keys::Numkeys(_) => (0, 0, 0),
+        };
         let ok = rm!(RedisModule_CreateCommand(
             ctx,
             spec.name.as_ptr(),
             Some(spec.handler),
             spec.flags.as_ptr(),
-            1,
-            1,
-            1,
+            first,
+            last,
+            step,
         ) else raw::REDISMODULE_ERR as c_int);
         if ok != raw::REDISMODULE_OK as c_int {
             return Err(format!("cannot create command {:?}", spec.name));

@@ -31,13 +31,13 @@ impl From<StateError> for Refusal {
     }
 }
 
-type Handler = fn(Ctx, &[RStr], &[&[u8]]) -> Result<(), Refusal>;
+pub type Handler = fn(Ctx, &[RStr], &[&[u8]]) -> Result<(), Refusal>;
 
 /// Most argv a LOCK.* command can accept; more is always an error and takes the slow path.
 const MAX_ARGS: usize = 8;
 
 /// Common entry: argv as Redis strings and as bytes, errors turned into replies, panics caught.
-fn run(ctx: Ctx, argv: *mut RStr, argc: c_int, handler: Handler) -> c_int {
+pub fn run(ctx: Ctx, argv: *mut RStr, argc: c_int, handler: Handler) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let n = usize::try_from(argc).unwrap_or(0);
         let strs: &[RStr] = if argv.is_null() || n == 0 {
@@ -120,11 +120,18 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     let key = Key::write(ctx, name);
     let mut v = view(&key, owner);
     // Waiters go first: a lock freed behind our back (expiry, DEL...) and not yet handed over
-    // belongs to the head of the queue, not to this newcomer.
-    if v == LockView::Free && wait::has_waiters(ctx, name) && wait::grant_head(ctx, &key, name, now, false) {
-        v = view(&key, owner);
+    // belongs to the head of the queue, not to this newcomer; nor does a lock kept for a
+    // Redisson script owner's turn.
+    let mut turn_pttl = None;
+    if v == LockView::Free && wait::has_waiters(ctx, name) {
+        if wait::grant_head(ctx, &key, name, now, false) {
+            v = view(&key, owner);
+        } else if let wait::Turn::Wait(ms) = wait::turn(ctx, name, a.owner, now) {
+            turn_pttl = Some(ms);
+        }
     }
-    let (count, counter) = match state::acquire(&v)? {
+    let decision = if turn_pttl.is_some() { state::Acquire::Contended } else { state::acquire(&v)? };
+    let (count, counter) = match decision {
         state::Acquire::Create => (1, &stats::ACQUIRES_NEW),
         state::Acquire::Reenter { new_count } => (new_count, &stats::ACQUIRES_REENTRANT),
         state::Acquire::Contended => {
@@ -138,9 +145,9 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
                 let w = wait::Request { owner: a.owner, lease_ms: a.lease_ms, fence: a.fence };
                 wait::block(ctx, name, w, wait_deadline, lock_deadline, now);
             } else if a.fence {
-                rm::reply_pair(ctx, key.pttl(), -1);
+                rm::reply_pair(ctx, turn_pttl.unwrap_or_else(|| key.pttl()), -1);
             } else {
-                rm::reply_int(ctx, key.pttl());
+                rm::reply_int(ctx, turn_pttl.unwrap_or_else(|| key.pttl()));
             }
             return Ok(());
         }

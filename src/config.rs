@@ -1,5 +1,5 @@
-//! Module configs `lock.channel-prefix`, `lock.publish-mode`, `lock.token-prefix` and
-//! `lock.token-ttl`.
+//! Module configs `lock.channel-prefix`, `lock.publish-mode`, `lock.token-prefix`,
+//! `lock.token-ttl`, `lock.redisson-scripts` and `lock.redisson-extra-scripts`.
 //!
 //! Registered with the raw 7.0 config API so values are binary-safe: settable in redis.conf
 //! after `loadmodule`, as module arguments (`loadmodule ... publish-mode global`), and with
@@ -9,7 +9,7 @@ use crate::rm::{self, rm, Ctx, RStr};
 use redis_module::raw;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
-use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 pub const DEFAULT_PREFIX: &[u8] = b"redisson_lock__channel";
@@ -57,6 +57,10 @@ impl StrConfig {
 static PREFIX: StrConfig = StrConfig::new(c"channel-prefix", DEFAULT_PREFIX);
 static TOKEN_PREFIX: StrConfig = StrConfig::new(c"token-prefix", DEFAULT_TOKEN_PREFIX);
 static MODE: AtomicU8 = AtomicU8::new(PublishMode::Auto as u8);
+/// `lock.redisson-scripts`: false = `lua` (default), true = `native`.
+static REDISSON_NATIVE: AtomicBool = AtomicBool::new(false);
+/// `lock.redisson-extra-scripts` as last set (the parsed table lives in `script_filter`).
+static REDISSON_EXTRA: Mutex<Vec<u8>> = Mutex::new(Vec::new());
 static TOKEN_TTL: AtomicI64 = AtomicI64::new(0);
 
 /// Build the release channel of `key` under the current prefix.
@@ -67,6 +71,11 @@ pub fn channel(key: &[u8]) -> Vec<u8> {
 /// Build the fencing-token key of lock `key` under the current token prefix.
 pub fn token_key(key: &[u8]) -> Vec<u8> {
     TOKEN_PREFIX.with(|p| crate::fence::token_key(p, key))
+}
+
+/// Whether `lock.redisson-scripts` is `native`.
+pub fn redisson_native() -> bool {
+    REDISSON_NATIVE.load(Ordering::Relaxed)
 }
 
 /// `lock.token-ttl` in ms; 0 keeps token keys without a TTL.
@@ -122,6 +131,60 @@ unsafe extern "C" fn get_mode(_name: *const c_char, _pd: *mut c_void) -> c_int {
 unsafe extern "C" fn set_mode(_name: *const c_char, val: c_int, _pd: *mut c_void, _err: *mut RStr) -> c_int {
     MODE.store(val.clamp(0, 3) as u8, Ordering::Relaxed);
     raw::REDISMODULE_OK as c_int
+}
+
+unsafe extern "C" fn get_scripts(_name: *const c_char, _pd: *mut c_void) -> c_int {
+    c_int::from(redisson_native())
+}
+
+unsafe extern "C" fn set_scripts(
+    _name: *const c_char,
+    val: c_int,
+    _pd: *mut c_void,
+    _err: *mut RStr,
+) -> c_int {
+    REDISSON_NATIVE.store(val == 1, Ordering::Relaxed);
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Apply `lock.redisson-scripts` after CONFIG SET: install or remove the command filter.
+unsafe extern "C" fn apply_scripts(ctx: Ctx, _pd: *mut c_void, err: *mut RStr) -> c_int {
+    match crate::script_filter::install(ctx, redisson_native()) {
+        Ok(()) => raw::REDISMODULE_OK as c_int,
+        Err(e) => {
+            if !err.is_null() {
+                unsafe { *err = rm::OwnedStr::leak(e.as_bytes()) };
+            }
+            raw::REDISMODULE_ERR as c_int
+        }
+    }
+}
+
+unsafe extern "C" fn get_extra(_name: *const c_char, _pd: *mut c_void) -> RStr {
+    // Redis copies the value; keep one string alive (freed on the next get).
+    static LAST: Mutex<usize> = Mutex::new(0);
+    let s = rm::OwnedStr::leak(&REDISSON_EXTRA.lock().unwrap_or_else(PoisonError::into_inner));
+    let old = std::mem::replace(&mut *LAST.lock().unwrap_or_else(PoisonError::into_inner), s as usize);
+    if old != 0 {
+        rm!(RedisModule_FreeString(std::ptr::null_mut(), old as RStr) else ());
+    }
+    s
+}
+
+unsafe extern "C" fn set_extra(_name: *const c_char, val: RStr, _pd: *mut c_void, err: *mut RStr) -> c_int {
+    let b = rm::bytes(val);
+    match crate::script_filter::set_extra(b) {
+        Ok(()) => {
+            *REDISSON_EXTRA.lock().unwrap_or_else(PoisonError::into_inner) = b.to_vec();
+            raw::REDISMODULE_OK as c_int
+        }
+        Err(e) => {
+            if !err.is_null() {
+                unsafe { *err = rm::OwnedStr::leak(format!("redisson-extra-scripts: {e}").as_bytes()) };
+            }
+            raw::REDISMODULE_ERR as c_int
+        }
+    }
 }
 
 unsafe extern "C" fn get_ttl(_name: *const c_char, _pd: *mut c_void) -> c_longlong {
@@ -226,11 +289,48 @@ pub fn register(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
         None,
         std::ptr::null_mut(),
     ) else raw::REDISMODULE_ERR as c_int);
-    if r1 != raw::REDISMODULE_OK as c_int || r2 != raw::REDISMODULE_OK as c_int {
+    let scripts_default = match module_arg(args, "redisson-scripts") {
+        None => 0,
+        Some(v) if v.eq_ignore_ascii_case(b"lua") => 0,
+        Some(v) if v.eq_ignore_ascii_case(b"native") => 1,
+        Some(_) => return Err("redisson-scripts must be lua or native".into()),
+    };
+    REDISSON_NATIVE.store(scripts_default == 1, Ordering::Relaxed);
+    let mut script_names = [c"lua".as_ptr(), c"native".as_ptr()];
+    let script_vals: [c_int; 2] = [0, 1];
+    let r3 = rm!(RedisModule_RegisterEnumConfig(
+        ctx,
+        c"redisson-scripts".as_ptr(),
+        scripts_default,
+        flags,
+        script_names.as_mut_ptr(),
+        script_vals.as_ptr(),
+        2,
+        Some(get_scripts),
+        Some(set_scripts),
+        Some(apply_scripts),
+        std::ptr::null_mut(),
+    ) else raw::REDISMODULE_ERR as c_int);
+    let extra = module_arg(args, "redisson-extra-scripts").unwrap_or(b"");
+    crate::script_filter::set_extra(extra).map_err(|e| format!("redisson-extra-scripts: {e}"))?;
+    *REDISSON_EXTRA.lock().unwrap_or_else(PoisonError::into_inner) = extra.to_vec();
+    let mut extra_c = extra.to_vec();
+    extra_c.push(0);
+    let r4 = rm!(RedisModule_RegisterStringConfig(
+        ctx,
+        c"redisson-extra-scripts".as_ptr(),
+        extra_c.as_ptr().cast::<c_char>(),
+        flags,
+        Some(get_extra),
+        Some(set_extra),
+        None,
+        std::ptr::null_mut(),
+    ) else raw::REDISMODULE_ERR as c_int);
+    if [r1, r2, r3, r4].iter().any(|r| *r != raw::REDISMODULE_OK as c_int) {
         return Err("could not register the module configs".into());
     }
     if rm!(RedisModule_LoadConfigs(ctx) else raw::REDISMODULE_ERR as c_int) != raw::REDISMODULE_OK as c_int {
         return Err("could not load the module configs".into());
     }
-    Ok(())
+    crate::script_filter::install(ctx, redisson_native())
 }

@@ -46,28 +46,31 @@ pub fn delete(ctx: Ctx, key: &Key, name: RStr) {
 }
 
 /// Publish the release message `0` on the lock's channel, per `lock.publish-mode`.
-/// Outside cluster mode the PUBLISH is also replicated so replica subscribers get it.
 pub fn publish_release(ctx: Ctx, name: RStr) {
     let mode = config::mode();
     if mode == PublishMode::Off {
         return;
     }
-    let cluster = crate::cluster::enabled();
     let sharded = match mode {
-        PublishMode::Auto => cluster,
+        PublishMode::Auto => crate::cluster::enabled(),
         PublishMode::Sharded => true,
         PublishMode::Global | PublishMode::Off => false,
     };
     let channel = OwnedStr::new(&config::channel(rm::bytes(name)));
-    let msg = rm::zero();
+    publish(ctx, channel.ptr(), rm::zero().ptr(), sharded);
+}
+
+/// Publish `msg` on `channel` (sharded: SPUBLISH semantics). Outside cluster mode the publish
+/// is also replicated, so subscribers connected to replicas get it too.
+pub fn publish(ctx: Ctx, channel: RStr, msg: RStr, sharded: bool) {
     // The receiver counts these return are not needed.
     match (sharded, rm::api!(RedisModule_PublishMessageShard)) {
-        (true, Some(f)) => unsafe { f(ctx, channel.ptr(), msg.ptr()) },
-        _ => rm::rm!(RedisModule_PublishMessage(ctx, channel.ptr(), msg.ptr()) else 0),
+        (true, Some(f)) => unsafe { f(ctx, channel, msg) },
+        _ => rm::rm!(RedisModule_PublishMessage(ctx, channel, msg) else 0),
     };
-    if !cluster {
+    if !crate::cluster::enabled() {
         let cmd = if sharded { c"SPUBLISH" } else { c"PUBLISH" };
-        rm::replicate_publish(ctx, cmd, channel.ptr(), msg.ptr());
+        rm::replicate_publish(ctx, cmd, channel, msg);
     }
     stats::PUBLISHES.inc();
 }

@@ -9,12 +9,15 @@
 //! - `commands`: the LOCK.* handlers
 //! - `wait`: blocking, handoff, lease timers and keyspace/server events
 //! - `fence`: how the next fencing token is chosen (pure); `token`: the token key's reads/writes
+//! - `redisson_scripts`: Redisson's lock scripts by SHA1, exact-shape checks (pure);
+//!   `script_filter`: the command filter that routes them; `redisson_native`: LOCK.REDISSON
 //! - `cluster`: slot checks before grants made outside a command
 //! - `config`, `stats`, `cmdinfo`: configs, INFO section, command registration and docs
 
 pub mod args;
 pub mod fence;
 pub mod queue;
+pub mod redisson_scripts;
 pub mod state;
 
 mod cluster;
@@ -22,7 +25,9 @@ mod cmdinfo;
 mod commands;
 mod config;
 mod effects;
+mod redisson_native;
 mod rm;
+mod script_filter;
 mod stats;
 mod token;
 mod wait;

@@ -1,9 +1,12 @@
-//! The per-key FIFO of blocked LOCK.ACQUIRE ... WAIT clients.
+//! The per-key FIFO of blocked LOCK.ACQUIRE ... WAIT clients, and of the places in line of
+//! Redisson script owners whose acquire failed while clients were waiting (their *turns*).
 //!
 //! Pure data structure, generic over the client handle so it can be tested without Redis.
 //! Removal of a waiter from the middle (timeout, disconnect) is O(1): the waiter leaves the
-//! table at once and its id is skipped when it reaches the head; a queue whose live count drops
-//! to zero is dropped whole, so memory goes back to where it was.
+//! table at once and its id is skipped when it reaches the head. Turns exist only while the key
+//! has blocked clients: when its last client leaves, the key's queue is dropped whole (turns
+//! and reservation included), so memory goes back to where it was and a key without WAIT
+//! clients behaves exactly as the scripts do.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -22,14 +25,28 @@ pub struct Waiter<H> {
     pub handle: H,
     /// Timer that ends the wait at `deadline`.
     pub timer: Option<u64>,
+    /// `Some(until)`: not a blocked client but a script owner's place in line, valid until
+    /// unix-ms `until` (its `handle` is meaningless).
+    pub turn_until: Option<i64>,
+}
+
+impl<H> Waiter<H> {
+    pub fn is_turn(&self) -> bool {
+        self.turn_until.is_some()
+    }
 }
 
 #[derive(Debug, Default)]
 struct KeyQueue {
     ids: VecDeque<u64>,
+    /// Entries still in the table (clients and turns).
     live: usize,
-    /// Timer armed at the holder's lease deadline: (timer id, deadline).
+    /// Blocked clients among them.
+    clients: usize,
+    /// Timer armed at the holder's lease deadline (or the reservation's end): (timer id, deadline).
     expiry_timer: Option<(u64, i64)>,
+    /// The free lock is kept for this script owner until unix-ms `.1`.
+    reserved: Option<(Vec<u8>, i64)>,
 }
 
 #[derive(Debug)]
@@ -37,24 +54,40 @@ pub struct WaitQueues<H> {
     next_id: u64,
     keys: HashMap<KeyId, KeyQueue>,
     waiters: HashMap<u64, Waiter<H>>,
+    /// Blocked clients over all keys.
+    clients: usize,
 }
 
 impl<H> Default for WaitQueues<H> {
     fn default() -> Self {
-        WaitQueues { next_id: 1, keys: HashMap::new(), waiters: HashMap::new() }
+        WaitQueues { next_id: 1, keys: HashMap::new(), waiters: HashMap::new(), clients: 0 }
     }
 }
 
 impl<H> WaitQueues<H> {
-    /// Append a waiter at the tail of its key's queue; returns its id.
-    pub fn push(&mut self, waiter: Waiter<H>) -> u64 {
+    /// Append a waiter at the tail of its key's queue; returns its id. A turn (`turn_until`
+    /// set) is only queued behind a key that has blocked clients: `None` otherwise.
+    pub fn try_push(&mut self, waiter: Waiter<H>) -> Option<u64> {
+        let turn = waiter.is_turn();
+        if turn && self.clients_on(&waiter.key) == 0 {
+            return None;
+        }
         let id = self.next_id;
         self.next_id += 1;
         let q = self.keys.entry(waiter.key.clone()).or_default();
         q.ids.push_back(id);
         q.live += 1;
+        if !turn {
+            q.clients += 1;
+            self.clients += 1;
+        }
         self.waiters.insert(id, waiter);
-        id
+        Some(id)
+    }
+
+    /// Append a waiter (see [`WaitQueues::try_push`]); returns its id, or 0 for a refused turn.
+    pub fn push(&mut self, waiter: Waiter<H>) -> u64 {
+        self.try_push(waiter).unwrap_or(0)
     }
 
     pub fn get(&self, id: u64) -> Option<&Waiter<H>> {
@@ -67,20 +100,52 @@ impl<H> WaitQueues<H> {
 
     /// Remove a waiter wherever it stands. Returns it, and the expiry timer of its key if the
     /// key's queue became empty (the caller stops that timer).
+    /// When the last blocked client of the key leaves, the key's turns go with it.
     pub fn remove(&mut self, id: u64) -> Option<(Waiter<H>, Option<u64>)> {
         let w = self.waiters.remove(&id)?;
         let mut stale_timer = None;
         if let Some(q) = self.keys.get_mut(&w.key) {
             q.live = q.live.saturating_sub(1);
-            if q.live == 0 {
+            if !w.is_turn() {
+                q.clients = q.clients.saturating_sub(1);
+                self.clients = self.clients.saturating_sub(1);
+            }
+            if q.clients == 0 {
                 stale_timer = q.expiry_timer.map(|(t, _)| t);
-                self.keys.remove(&w.key);
+                if let Some(q) = self.keys.remove(&w.key) {
+                    for i in q.ids {
+                        self.waiters.remove(&i);
+                    }
+                }
             } else if q.ids.len() > 2 * q.live + 16 {
                 let waiters = &self.waiters;
                 q.ids.retain(|i| waiters.contains_key(i));
             }
         }
         Some((w, stale_timer))
+    }
+
+    /// Blocked clients waiting on `key`.
+    pub fn clients_on(&self, key: &KeyId) -> usize {
+        self.keys.get(key).map_or(0, |q| q.clients)
+    }
+
+    /// The queued turn of script owner `owner` on `key`, if any.
+    pub fn turn_of(&self, key: &KeyId, owner: &[u8]) -> Option<u64> {
+        let q = self.keys.get(key)?;
+        q.ids.iter().copied().find(|i| self.waiters.get(i).is_some_and(|w| w.is_turn() && w.owner == owner))
+    }
+
+    /// Who the free lock is kept for, and until when.
+    pub fn reservation(&self, key: &KeyId) -> Option<(&[u8], i64)> {
+        self.keys.get(key)?.reserved.as_ref().map(|(o, t)| (o.as_slice(), *t))
+    }
+
+    /// Keep (or stop keeping) the free lock for a script owner. Ignored for a key without queue.
+    pub fn set_reservation(&mut self, key: &KeyId, r: Option<(Vec<u8>, i64)>) {
+        if let Some(q) = self.keys.get_mut(key) {
+            q.reserved = r;
+        }
     }
 
     /// Id of the first live waiter of `key`.
@@ -95,7 +160,7 @@ impl<H> WaitQueues<H> {
         None
     }
 
-    /// Number of live waiters on `key`.
+    /// Number of entries on `key`: blocked clients and turns.
     pub fn len(&self, key: &KeyId) -> usize {
         self.keys.get(key).map_or(0, |q| q.live)
     }
@@ -104,9 +169,14 @@ impl<H> WaitQueues<H> {
         self.keys.contains_key(key)
     }
 
-    /// All waiters, all keys.
+    /// All entries, all keys (blocked clients and turns).
     pub fn total(&self) -> usize {
         self.waiters.len()
+    }
+
+    /// Blocked clients, all keys.
+    pub fn clients(&self) -> usize {
+        self.clients
     }
 
     pub fn is_empty(&self) -> bool {
@@ -168,6 +238,7 @@ mod tests {
             deadline: None,
             handle: 0,
             timer: None,
+            turn_until: None,
         }
     }
 
@@ -211,10 +282,33 @@ mod tests {
         }
         assert_eq!(order, ids.iter().copied().step_by(2).collect::<Vec<_>>());
         assert!(q.is_empty());
+        assert_eq!(q.clients(), 0);
         q.shrink_if_empty();
         assert_eq!(q.waiters.capacity(), 0);
         assert_eq!(q.keys.capacity(), 0);
         assert_eq!(q.key_count(), 0);
         assert!(!q.has(&k("x")));
+    }
+
+    #[test]
+    fn turns_live_only_beside_blocked_clients() {
+        let mut q = WaitQueues::default();
+        let turn = |o: &str| Waiter { turn_until: Some(100), ..w("x", o) };
+        assert_eq!(q.try_push(turn("java:1")), None, "no turn without a blocked client");
+        let c1 = q.push(w("x", "py:1"));
+        let t1 = q.try_push(turn("java:1")).expect("turn behind a client"); // ok: test
+        let c2 = q.push(w("x", "py:2"));
+        assert_eq!((q.len(&k("x")), q.clients_on(&k("x")), q.clients()), (3, 2, 2));
+        assert_eq!(q.turn_of(&k("x"), b"java:1"), Some(t1));
+        assert_eq!(q.turn_of(&k("x"), b"py:1"), None, "clients are not turns");
+        q.set_reservation(&k("x"), Some((b"java:9".to_vec(), 50)));
+        assert_eq!(q.reservation(&k("x")), Some((&b"java:9"[..], 50)));
+        assert_eq!(q.ids_of(&k("x")), vec![c1, t1, c2]);
+        q.remove(c1);
+        assert_eq!(q.head(&k("x")), Some(t1), "a turn stands in line like a client");
+        q.remove(c2);
+        assert!(!q.has(&k("x")), "the last client takes the turns and reservation with it");
+        assert!(q.get(t1).is_none());
+        assert!(q.is_empty());
     }
 }

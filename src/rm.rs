@@ -385,6 +385,10 @@ pub fn replicate_set(ctx: Ctx, key: RStr, value: RStr, deadline: Option<i64>) {
     };
 }
 
+pub fn replicate_incr(ctx: Ctx, key: RStr) {
+    rm!(RedisModule_Replicate(ctx, c"INCR".as_ptr(), c"s".as_ptr(), key) else 0);
+}
+
 pub fn replicate_del(ctx: Ctx, key: RStr) {
     rm!(RedisModule_Replicate(ctx, c"DEL".as_ptr(), c"s".as_ptr(), key) else 0);
 }

@@ -38,10 +38,14 @@ pub static WAITS_FAILED: Counter = Counter::new();
 pub static HANDOFFS: Counter = Counter::new();
 pub static GRANTS_AFTER_FREE: Counter = Counter::new();
 pub static TOKENS_ISSUED: Counter = Counter::new();
+pub static TURNS_QUEUED: Counter = Counter::new();
+pub static TURNS_GIVEN: Counter = Counter::new();
+pub static TURNS_TAKEN: Counter = Counter::new();
+pub static TURNS_MISSED: Counter = Counter::new();
 pub static ERRORS: Counter = Counter::new();
 pub static PANICS: Counter = Counter::new();
 
-const FIELDS: [(&CStr, &Counter); 21] = [
+const FIELDS: [(&CStr, &Counter); 25] = [
     (c"acquires_new", &ACQUIRES_NEW),
     (c"acquires_reentrant", &ACQUIRES_REENTRANT),
     (c"acquires_contended", &ACQUIRES_CONTENDED),
@@ -61,9 +65,29 @@ const FIELDS: [(&CStr, &Counter); 21] = [
     (c"handoffs", &HANDOFFS),
     (c"grants_after_free", &GRANTS_AFTER_FREE),
     (c"tokens_issued", &TOKENS_ISSUED),
+    (c"script_turns_queued", &TURNS_QUEUED),
+    (c"script_turns_given", &TURNS_GIVEN),
+    (c"script_turns_taken", &TURNS_TAKEN),
+    (c"script_turns_missed", &TURNS_MISSED),
     (c"errors", &ERRORS),
     (c"panics_caught", &PANICS),
 ];
+
+/// Native runs and runs left to Lua of each Redisson script kind (`redisson_scripts::KINDS`).
+static REDISSON_NATIVE: [Counter; 10] = [const { Counter::new() }; 10];
+static REDISSON_LUA: [Counter; 10] = [const { Counter::new() }; 10];
+
+pub fn redisson_native(kind: crate::redisson_scripts::Kind) {
+    if let Some(c) = REDISSON_NATIVE.get(kind.index()) {
+        c.inc();
+    }
+}
+
+pub fn redisson_lua(kind: crate::redisson_scripts::Kind) {
+    if let Some(c) = REDISSON_LUA.get(kind.index()) {
+        c.inc();
+    }
+}
 
 /// INFO callback: section `lock_stats` with every counter and the waiter gauges.
 pub unsafe extern "C" fn info(ictx: *mut raw::RedisModuleInfoCtx, _for_crash_report: i32) {
@@ -71,9 +95,19 @@ pub unsafe extern "C" fn info(ictx: *mut raw::RedisModuleInfoCtx, _for_crash_rep
     for (name, c) in FIELDS {
         rm!(RedisModule_InfoAddFieldULongLong(ictx, name.as_ptr(), c.get()) else 0);
     }
-    let (waiters, keys) = crate::wait::gauges();
+    for (i, kind) in crate::redisson_scripts::KINDS.iter().enumerate() {
+        let base = kind.name().replace('-', "_");
+        for (suffix, counters) in [("native", &REDISSON_NATIVE), ("lua", &REDISSON_LUA)] {
+            let n = counters.get(i).map_or(0, Counter::get);
+            if let Ok(name) = std::ffi::CString::new(format!("redisson_{base}_{suffix}")) {
+                rm!(RedisModule_InfoAddFieldULongLong(ictx, name.as_ptr(), n) else 0);
+            }
+        }
+    }
+    let (waiters, keys, turns) = crate::wait::gauges();
     rm!(RedisModule_InfoAddFieldULongLong(ictx, c"waiters".as_ptr(), waiters as u64) else 0);
     rm!(RedisModule_InfoAddFieldULongLong(ictx, c"keys_with_waiters".as_ptr(), keys as u64) else 0);
+    rm!(RedisModule_InfoAddFieldULongLong(ictx, c"script_turns_waiting".as_ptr(), turns as u64) else 0);
 }
 
 pub fn register_info(ctx: Ctx) {

@@ -34,6 +34,7 @@ static SHARED: LazyLock<Mutex<Shared>> = LazyLock::new(Default::default);
 /// Mirrors of the table's sizes, readable without the lock (fast paths, INFO).
 static WAITERS: AtomicUsize = AtomicUsize::new(0);
 static KEYS: AtomicUsize = AtomicUsize::new(0);
+static TURNS: AtomicUsize = AtomicUsize::new(0);
 /// Whether the keyspace-event subscription is in place (see [`watch_keyspace`]).
 static WATCHING: AtomicBool = AtomicBool::new(false);
 
@@ -73,14 +74,15 @@ fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> R {
     if g.pending.is_empty() && g.pending.capacity() > 0 {
         g.pending.shrink_to_fit();
     }
-    WAITERS.store(g.q.total(), Ordering::Relaxed);
+    WAITERS.store(g.q.clients(), Ordering::Relaxed);
+    TURNS.store(g.q.total() - g.q.clients(), Ordering::Relaxed);
     KEYS.store(g.q.key_count(), Ordering::Relaxed);
     r
 }
 
-/// (waiting clients, keys with waiters)
-pub fn gauges() -> (usize, usize) {
-    (WAITERS.load(Ordering::Relaxed), KEYS.load(Ordering::Relaxed))
+/// (waiting clients, keys with waiters, queued script-owner turns)
+pub fn gauges() -> (usize, usize, usize) {
+    (WAITERS.load(Ordering::Relaxed), KEYS.load(Ordering::Relaxed), TURNS.load(Ordering::Relaxed))
 }
 
 /// Number of clients waiting on `key` in `db`.
@@ -88,7 +90,7 @@ pub fn waiting_on(db: i32, key: &[u8]) -> usize {
     if WAITERS.load(Ordering::Relaxed) == 0 {
         return 0;
     }
-    with(|s| s.q.len(&(db, key.to_vec())))
+    with(|s| s.q.clients_on(&(db, key.to_vec())))
 }
 
 enum Outcome {
@@ -147,10 +149,13 @@ fn ms_until(deadline: i64) -> Option<i64> {
     Some(diff.saturating_add(999).div_euclid(1000))
 }
 
-/// Keep a timer armed at the lock's lease deadline while `key` has waiters.
+/// Keep a timer armed at the lock's lease deadline while `key` has waiters (for a free lock
+/// kept for a script owner: at the end of its turn).
 fn arm_expiry(ctx: Ctx, key: &KeyId, deadline: Option<i64>, now: i64) {
-    let current = with(|s| if s.q.has(key) { Some(s.q.expiry_timer(key)) } else { None });
-    let Some(current) = current else { return };
+    let current = with(|s| {
+        s.q.has(key).then(|| (s.q.expiry_timer(key), deadline.or(s.q.reservation(key).map(|(_, t)| t))))
+    });
+    let Some((current, deadline)) = current else { return };
     if current.map(|(_, d)| d) == deadline {
         return;
     }
@@ -200,6 +205,7 @@ pub fn block(
         deadline: wait_deadline,
         handle: bc as usize,
         timer: None,
+        turn_until: None,
     };
     let id = with(|s| {
         let id = s.q.push(waiter);
@@ -225,26 +231,61 @@ pub fn has_waiters(ctx: Ctx, name: RStr) -> bool {
     WAITERS.load(Ordering::Relaxed) != 0 && waiting_on(rm::selected_db(ctx), rm::bytes(name)) != 0
 }
 
+/// How long a free lock is kept for the script owner whose turn it is: long enough for the
+/// release message to reach it and its acquire to come back, short enough that an owner that
+/// gave up stalls the queue only briefly.
+pub const TURN_MS: i64 = 200;
+
+/// How long a script owner's place in line outlives the PTTL it was told to wait (it retries
+/// after at most that long, refreshing its place).
+const TURN_GRACE_MS: i64 = 1000;
+
 /// The lock at `key` (open for writing) is free: give it to the head waiter, and to the
 /// waiters right behind it that have the same owner id. Returns whether anyone got it.
-/// `handoff` is true inside LOCK.RELEASE / LOCK.FORCERELEASE.
+/// `handoff` is true inside a release (LOCK.RELEASE / FORCERELEASE, a native Redisson unlock).
+///
+/// When the head is a script owner's turn, nobody is granted: the lock stays free, kept for
+/// that owner for [`TURN_MS`], and the release message tells it (published by the releasing
+/// command, or here when the lock was freed some other way).
 pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> bool {
     if WAITERS.load(Ordering::Relaxed) == 0 {
         return false;
     }
     let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
+    let reserved = with(|s| s.q.reservation(&kid).map(|(_, until)| until));
+    match reserved {
+        Some(until) if until >= now => return false,
+        Some(_) => {
+            with(|s| s.q.set_reservation(&kid, None));
+            stats::TURNS_MISSED.inc();
+        }
+        None => {}
+    }
     let mut holder: Option<(Vec<u8>, i64)> = None;
     loop {
         let next = with(|s| {
             let id = s.q.head(&kid)?;
             let w = s.q.get(id)?;
             match &holder {
-                Some((o, _)) if *o != w.owner => None,
+                Some((o, _)) if w.is_turn() || *o != w.owner => None,
                 _ => Some(id),
             }
         });
         let Some(id) = next else { break };
         let Some(w) = take(ctx, id) else { break };
+        if let Some(until) = w.turn_until {
+            if until < now {
+                continue; // the script owner stopped trying
+            }
+            let until = now.saturating_add(TURN_MS);
+            with(|s| s.q.set_reservation(&kid, Some((w.owner, until))));
+            stats::TURNS_GIVEN.inc();
+            arm_expiry(ctx, &kid, Some(until), now);
+            if !handoff {
+                effects::publish_release(ctx, name);
+            }
+            return false;
+        }
         if w.deadline.is_some_and(|d| d <= now) {
             stats::WAITS_TIMED_OUT.inc();
             unblock(w.handle, Outcome::TimedOut);
@@ -277,10 +318,64 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
     holder.is_some()
 }
 
+/// May `owner` take the free lock `name` now? Call after [`grant_head`] left it free.
+pub enum Turn {
+    Go,
+    /// Another script owner's turn: the ms left of it (>= 1), to be replied as the PTTL.
+    Wait(i64),
+}
+
+pub fn turn(ctx: Ctx, name: RStr, owner: &[u8], now: i64) -> Turn {
+    if WAITERS.load(Ordering::Relaxed) == 0 {
+        return Turn::Go;
+    }
+    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
+    with(|s| match s.q.reservation(&kid) {
+        Some((o, until)) if until >= now && o != owner => Turn::Wait(until.saturating_sub(now).max(1)),
+        Some((_, until)) if until >= now => {
+            s.q.set_reservation(&kid, None);
+            stats::TURNS_TAKEN.inc();
+            Turn::Go
+        }
+        _ => Turn::Go,
+    })
+}
+
+/// A Redisson script owner's acquire of `name` failed while LOCK.* clients wait on it: give
+/// it a place in the key's FIFO (or keep the one it has). It was told to retry within `pttl`
+/// ms (-1: only on the release message); its place lapses if it does not.
+pub fn queue_turn(ctx: Ctx, name: RStr, owner: &[u8], pttl: i64, now: i64) {
+    if WAITERS.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
+    let wait = if pttl < 0 { 30_000 } else { pttl };
+    let until = now.saturating_add(wait).saturating_add(TURN_GRACE_MS);
+    with(|s| {
+        if let Some(w) = s.q.turn_of(&kid, owner).and_then(|id| s.q.get_mut(id)) {
+            w.turn_until = Some(until);
+            return;
+        }
+        let entry = Waiter {
+            key: kid.clone(),
+            owner: owner.to_vec(),
+            lease_ms: 0,
+            fence: false,
+            deadline: None,
+            handle: 0,
+            timer: None,
+            turn_until: Some(until),
+        };
+        if s.q.try_push(entry).is_some() {
+            stats::TURNS_QUEUED.inc();
+        }
+    });
+}
+
 /// End every wait on `key` with an error.
 fn fail_all(ctx: Ctx, key: &KeyId, msg: &'static str) {
     for id in with(|s| s.q.ids_of(key)) {
-        if let Some(w) = take(ctx, id) {
+        if let Some(w) = take(ctx, id).filter(|w| !w.is_turn()) {
             stats::WAITS_FAILED.inc();
             unblock(w.handle, Outcome::Failed(msg));
         }

@@ -1,10 +1,12 @@
 //! Fuzz the waiter queue (`redis_lock::queue::WaitQueues`) against a plain Vec model.
 //!
-//! The model is the list of live waiters in arrival order, plus each key's expiry timer.
-//! Checked after every op: FIFO heads per key, `len`, `total`, `has`, `key_count`, `ids_of`,
-//! `get`; removal of any waiter (head, middle, twice, unknown id) returns exactly the right
-//! waiter and hands back the key's expiry timer when, and only when, the key's queue empties;
-//! and at the end draining everything leaves the structure empty (no key entries left).
+//! The model is the list of live entries in arrival order (blocked clients and script owners'
+//! turns), plus each key's expiry timer and reservation. Checked after every op: FIFO heads per
+//! key, `len`, `clients_on`, `total`, `clients`, `has`, `key_count`, `ids_of`, `get`,
+//! `turn_of`, `reservation`; a turn is queued only behind a blocked client of its key; removal
+//! of any entry (head, middle, twice, unknown id) returns exactly the right entry, and when the
+//! key's last blocked client leaves, its turns, reservation and expiry timer go with it (the
+//! timer handed back); at the end draining everything leaves the structure empty.
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
@@ -40,12 +42,26 @@ enum Op {
     },
     /// A stored waiter's timer is updated in place.
     SetWaiterTimer(u16, Option<u64>),
+    /// A script owner's failed acquire asks for a place in line.
+    PushTurn {
+        k: u8,
+        owner: u8,
+        until: i64,
+    },
+    /// The free lock is kept (or no longer kept) for an owner.
+    Reserve {
+        k: u8,
+        owner: Option<u8>,
+        until: i64,
+    },
 }
 
 #[derive(Default)]
 struct Model {
-    live: Vec<(u64, KeyId, Vec<u8>)>,
+    /// (id, key, owner, is a turn)
+    live: Vec<(u64, KeyId, Vec<u8>, bool)>,
     timers: HashMap<KeyId, (u64, i64)>,
+    reserved: HashMap<KeyId, (Vec<u8>, i64)>,
     last_id: u64,
     removed: BTreeSet<u64>,
 }
@@ -63,7 +79,20 @@ fn key(k: u8) -> KeyId {
 }
 
 fn waiter(k: &KeyId, owner: u8, lease: i64, deadline: Option<i64>, handle: u64) -> Waiter<u64> {
-    Waiter { key: k.clone(), owner: vec![owner], lease_ms: lease, deadline, handle, timer: None }
+    Waiter {
+        key: k.clone(),
+        owner: vec![owner],
+        lease_ms: lease,
+        fence: false,
+        deadline,
+        handle,
+        timer: None,
+        turn_until: None,
+    }
+}
+
+fn clients_of(m: &Model, k: &KeyId) -> usize {
+    m.live.iter().filter(|(_, kk, _, turn)| kk == k && !turn).count()
 }
 
 fn push(q: &mut WaitQueues<u64>, m: &mut Model, k: &KeyId, owner: u8, lease: i64, deadline: Option<i64>) {
@@ -72,7 +101,7 @@ fn push(q: &mut WaitQueues<u64>, m: &mut Model, k: &KeyId, owner: u8, lease: i64
     assert!(id > m.last_id, "ids must grow: {id} after {}", m.last_id);
     assert!(!m.removed.contains(&id), "id {id} reused");
     m.last_id = id;
-    m.live.push((id, k.clone(), vec![owner]));
+    m.live.push((id, k.clone(), vec![owner], false));
     let w = q.get(id).expect("pushed waiter");
     assert_eq!(
         (&w.key, &w.owner, w.lease_ms, w.deadline, w.handle),
@@ -80,18 +109,41 @@ fn push(q: &mut WaitQueues<u64>, m: &mut Model, k: &KeyId, owner: u8, lease: i64
     );
 }
 
+fn push_turn(q: &mut WaitQueues<u64>, m: &mut Model, k: &KeyId, owner: u8, until: i64) {
+    let w = Waiter { turn_until: Some(until), ..waiter(k, owner, 0, None, 0) };
+    let got = q.try_push(w);
+    if clients_of(m, k) == 0 {
+        assert_eq!(got, None, "a turn without a blocked client on {k:?}");
+        return;
+    }
+    let id = got.expect("a turn behind a blocked client");
+    assert!(id > m.last_id);
+    m.last_id = id;
+    m.live.push((id, k.clone(), vec![owner], true));
+    assert!(q.get(id).is_some_and(|w| w.is_turn() && w.turn_until == Some(until)));
+}
+
 fn remove(q: &mut WaitQueues<u64>, m: &mut Model, id: u64) {
     let got = q.remove(id);
-    let pos = m.live.iter().position(|(i, _, _)| *i == id);
+    let pos = m.live.iter().position(|(i, _, _, _)| *i == id);
     match (got, pos) {
         (None, None) => {}
         (Some((w, stale)), Some(p)) => {
-            let (_, k, owner) = m.live.remove(p);
+            let (_, k, owner, turn) = m.live.remove(p);
             assert_eq!(w.key, k);
             assert_eq!(w.owner, owner);
+            assert_eq!(w.is_turn(), turn);
             m.removed.insert(id);
-            let emptied = !m.live.iter().any(|(_, kk, _)| *kk == k);
+            let emptied = clients_of(m, &k) == 0;
             let timer = if emptied { m.timers.remove(&k).map(|(t, _)| t) } else { None };
+            if emptied {
+                // The key's turns and reservation go with its last blocked client.
+                for (i, _, _, _) in m.live.iter().filter(|(_, kk, _, _)| *kk == k) {
+                    m.removed.insert(*i);
+                }
+                m.live.retain(|(_, kk, _, _)| *kk != k);
+                m.reserved.remove(&k);
+            }
             assert_eq!(stale, timer, "stale timer after removing {id} (queue emptied: {emptied})");
         }
         (got, pos) => panic!("remove({id}) = {:?}, model position {pos:?}", got.map(|(w, t)| (w.key, t))),
@@ -100,20 +152,27 @@ fn remove(q: &mut WaitQueues<u64>, m: &mut Model, id: u64) {
 
 fn check(q: &mut WaitQueues<u64>, m: &Model) {
     assert_eq!(q.total(), m.live.len());
+    assert_eq!(q.clients(), m.live.iter().filter(|e| !e.3).count());
     assert_eq!(q.is_empty(), m.live.is_empty());
-    let keys: BTreeSet<KeyId> = m.live.iter().map(|(_, k, _)| k.clone()).collect();
+    let keys: BTreeSet<KeyId> = m.live.iter().map(|(_, k, _, _)| k.clone()).collect();
     assert_eq!(q.key_count(), keys.len(), "key entries must go away with their last waiter");
     let mut listed = q.keys();
     listed.sort();
     assert_eq!(listed, keys.iter().cloned().collect::<Vec<_>>());
     let mut all = q.all_ids();
     all.sort_unstable();
-    let mut want_all: Vec<u64> = m.live.iter().map(|(i, _, _)| *i).collect();
+    let mut want_all: Vec<u64> = m.live.iter().map(|(i, _, _, _)| *i).collect();
     want_all.sort_unstable();
     assert_eq!(all, want_all);
     for k in (0..10u8).map(key) {
-        let ids: Vec<u64> = m.live.iter().filter(|(_, kk, _)| *kk == k).map(|(i, _, _)| *i).collect();
+        let ids: Vec<u64> = m.live.iter().filter(|(_, kk, _, _)| *kk == k).map(|(i, _, _, _)| *i).collect();
         assert_eq!(q.len(&k), ids.len());
+        assert_eq!(q.clients_on(&k), clients_of(m, &k));
+        assert_eq!(q.reservation(&k), m.reserved.get(&k).map(|(o, t)| (o.as_slice(), *t)));
+        for owner in 0..4u8 {
+            let want = m.live.iter().find(|(_, kk, o, turn)| *kk == k && *turn && *o == [owner]).map(|e| e.0);
+            assert_eq!(q.turn_of(&k, &[owner]), want, "turn of {owner} on {k:?}");
+        }
         assert_eq!(q.has(&k), !ids.is_empty());
         assert_eq!(q.ids_of(&k), ids, "FIFO order of {k:?}");
         assert_eq!(q.head(&k), ids.first().copied(), "head of {k:?}");
@@ -142,7 +201,7 @@ fuzz_target!(|ops: Vec<Op>| {
             Op::PopHead(k) => {
                 let k = key(*k);
                 let head = q.head(&k);
-                let want = m.live.iter().find(|(_, kk, _)| *kk == k).map(|(i, _, _)| *i);
+                let want = m.live.iter().find(|(_, kk, _, _)| *kk == k).map(|(i, _, _, _)| *i);
                 assert_eq!(head, want, "head of {k:?}");
                 if let Some(id) = head {
                     remove(&mut q, &mut m, id);
@@ -154,7 +213,7 @@ fuzz_target!(|ops: Vec<Op>| {
                 for j in 0..*n {
                     push(&mut q, &mut m, &k, j, 1, None);
                 }
-                let fresh: Vec<u64> = m.live[start..].iter().map(|(i, _, _)| *i).collect();
+                let fresh: Vec<u64> = m.live[start..].iter().map(|(i, _, _, _)| *i).collect();
                 let keep = usize::from(*keep_every).max(1);
                 for (j, id) in fresh.iter().enumerate() {
                     if j % keep != 0 {
@@ -166,7 +225,7 @@ fuzz_target!(|ops: Vec<Op>| {
                 let k = key(*k);
                 let new = timer.map(|t| (t, *at));
                 let replaced = q.set_expiry_timer(&k, new);
-                if m.live.iter().any(|(_, kk, _)| *kk == k) {
+                if m.live.iter().any(|(_, kk, _, _)| *kk == k) {
                     let old = match new {
                         Some(n) => m.timers.insert(k, n),
                         None => m.timers.remove(&k),
@@ -184,13 +243,25 @@ fuzz_target!(|ops: Vec<Op>| {
                     assert_eq!(q.get(id).expect("live waiter").timer, *t);
                 }
             }
+            Op::PushTurn { k, owner, until } => push_turn(&mut q, &mut m, &key(*k), owner % 4, *until),
+            Op::Reserve { k, owner, until } => {
+                let k = key(*k);
+                let r = owner.map(|o| (vec![o % 4], *until));
+                q.set_reservation(&k, r.clone());
+                if m.live.iter().any(|(_, kk, _, _)| *kk == k) {
+                    match r {
+                        Some(r) => m.reserved.insert(k, r),
+                        None => m.reserved.remove(&k),
+                    };
+                }
+            }
         }
         check(&mut q, &m);
     }
     // Drain in FIFO order key by key: everything goes, and so does every key entry.
-    while let Some((_, k, _)) = m.live.first().cloned() {
+    while let Some((_, k, _, _)) = m.live.first().cloned() {
         let head = q.head(&k).expect("a head while the model has waiters");
-        assert_eq!(head, m.live.iter().find(|(_, kk, _)| *kk == k).unwrap().0);
+        assert_eq!(head, m.live.iter().find(|(_, kk, _, _)| *kk == k).unwrap().0);
         remove(&mut q, &mut m, head);
     }
     check(&mut q, &m);

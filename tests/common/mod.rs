@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod resp;
+pub mod scripts;
 
 use std::fs;
 use std::net::TcpListener;

@@ -1,0 +1,368 @@
+//! `LOCK.REDISSON <kind> <EVAL|EVALSHA> <body|sha1> <numkeys> <keys...> <args...>`: a Redisson
+//! lock script the filter recognised, run natively with the script's exact replies, writes,
+//! TTLs, latch keys, token INCRs and release messages.
+//!
+//! Everything that would make the script raise an error (a key of the wrong type, a hold count
+//! or counter that is not an integer, an overflow, a latch value Lua would convert oddly) is
+//! checked before the first write; such a call, and any call on a read-only replica or under
+//! OOM, runs the original script in Lua instead (`RM_Call` as the calling user), so the reply
+//! and the effects are Lua's own. The intended differences: a release that frees a lock with
+//! LOCK.* waiters hands it to the head waiter (no message), and the effects reach replicas and
+//! the AOF with absolute deadlines.
+
+use crate::cluster;
+use crate::commands::{self, Refusal};
+use crate::effects;
+use crate::redisson_scripts::{self, Call, Kind, Publish};
+use crate::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::stats;
+use crate::wait;
+use redis_module::raw;
+use std::os::raw::c_int;
+
+const NOTIFY_HASH: c_int = raw::REDISMODULE_NOTIFY_HASH;
+const NOTIFY_GENERIC: c_int = raw::REDISMODULE_NOTIFY_GENERIC;
+const NOTIFY_STRING: c_int = raw::REDISMODULE_NOTIFY_STRING;
+
+/// The script must run in Lua for this call.
+struct ToLua;
+
+type Native = Result<(), ToLua>;
+
+/// Position of the first key in the command's argv without its name: kind, EVAL|EVALSHA,
+/// script, numkeys.
+const FIRST_KEY: usize = 4;
+
+/// The argv strings (without the command name), for writes and replication.
+struct Argv<'a> {
+    strs: &'a [RStr],
+    numkeys: usize,
+}
+
+impl Argv<'_> {
+    fn key(&self, i: usize) -> RStr {
+        self.strs.get(FIRST_KEY + i).copied().unwrap_or(std::ptr::null_mut())
+    }
+    fn arg(&self, i: usize) -> RStr {
+        self.strs.get(FIRST_KEY + self.numkeys + i).copied().unwrap_or(std::ptr::null_mut())
+    }
+}
+
+fn handle(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+    let [kind, orig, script, rest @ ..] = argv else {
+        return Err(Refusal::Reply("ERR wrong number of arguments for 'lock.redisson' command"));
+    };
+    let kind = Kind::from_name(kind).ok_or(Refusal::Reply("ERR unknown Redisson script kind"))?;
+    let evalsha = if orig.eq_ignore_ascii_case(b"EVALSHA") {
+        true
+    } else if orig.eq_ignore_ascii_case(b"EVAL") {
+        false
+    } else {
+        return Err(Refusal::Reply("ERR LOCK.REDISSON runs EVAL or EVALSHA calls"));
+    };
+    // Called directly with another script, or with a shape the filter would not have matched:
+    // behave exactly as the EVAL/EVALSHA it carries.
+    let matched = crate::script_filter::lookup(evalsha, script) == Some(kind);
+    let call = match redisson_scripts::parse(kind, rest) {
+        Ok(c) if matched => c,
+        _ => return lua(ctx, kind, evalsha, strs),
+    };
+    let flags = rm::ctx_flags(ctx);
+    if flags & (raw::REDISMODULE_CTX_FLAGS_READONLY | raw::REDISMODULE_CTX_FLAGS_OOM) != 0 {
+        return lua(ctx, kind, evalsha, strs);
+    }
+    let numkeys = rest.first().and_then(|n| crate::args::parse_i64(n)).and_then(|n| usize::try_from(n).ok());
+    let a = Argv { strs, numkeys: numkeys.unwrap_or(0) };
+    let now = rm::millis();
+    let done = match &call {
+        Call::Acquire { lease, token_key, fenced_reply, .. } => {
+            acquire(ctx, &a, *lease, token_key.is_some(), *fenced_reply, now)
+        }
+        Call::Unlock { lock, channel, lease, publish, latch, .. } => {
+            unlock(ctx, &a, (lock, channel), *lease, *publish, latch.map(|(_, ms)| ms), now)
+        }
+        Call::ForceUnlock { lock, channel, publish, .. } => {
+            force_unlock(ctx, &a, (lock, channel), *publish, now)
+        }
+        Call::Renew { lease, pairs, batch } => renew(ctx, &a, *lease, pairs.len(), *batch, now),
+    };
+    match done {
+        Ok(()) => {
+            stats::redisson_native(kind);
+            Ok(())
+        }
+        Err(ToLua) => lua(ctx, kind, evalsha, strs),
+    }
+}
+
+/// Run the original EVAL / EVALSHA in Lua, as the calling user, and forward its reply.
+fn lua(ctx: Ctx, kind: Kind, evalsha: bool, strs: &[RStr]) -> Result<(), Refusal> {
+    stats::redisson_lua(kind);
+    let cmd = if evalsha { c"EVALSHA" } else { c"EVAL" };
+    let args = strs.get(2..).unwrap_or(&[]);
+    // "!": replicate its effects; "C": ACL of the calling user; "0": its protocol; "E": errors
+    // as replies; "v": argv.
+    let reply = rm!(RedisModule_Call(
+        ctx,
+        cmd.as_ptr(),
+        c"!C0Ev".as_ptr(),
+        args.as_ptr().cast_mut(),
+        args.len()
+    ) else std::ptr::null_mut());
+    if reply.is_null() {
+        return Err(Refusal::Reply("ERR lock module could not run the script in Lua"));
+    }
+    rm!(RedisModule_ReplyWithCallReply(ctx, reply) else 0);
+    rm!(RedisModule_FreeCallReply(reply) else ());
+    Ok(())
+}
+
+/// A hash field's value as the integer HINCRBY would read: absent -> `Ok(None)`,
+/// not an integer -> `Err` (HINCRBY would raise an error).
+fn field_count(key: &Key, owner: RStr) -> Result<Option<i64>, ToLua> {
+    match key.hash_get(owner, crate::args::parse_i64) {
+        None => Ok(None),
+        Some(Some(n)) => Ok(Some(n)),
+        Some(None) => Err(ToLua),
+    }
+}
+
+/// The lock key for a script that reads it with hash commands: `Err` for another type.
+fn open_hash(ctx: Ctx, name: RStr) -> Result<Key, ToLua> {
+    let key = Key::write(ctx, name);
+    match key.kind() {
+        KeyKind::Other => Err(ToLua),
+        _ => Ok(key),
+    }
+}
+
+fn deadline(now: i64, ms: i64) -> Result<i64, ToLua> {
+    now.checked_add(ms).ok_or(ToLua)
+}
+
+/// HINCRBY owner +-1 to `count`, with its replication and event.
+fn write_count(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, delta: i8) {
+    effects::set_count(ctx, key, name, owner, count, delta);
+}
+
+/// PEXPIRE (replicated as PEXPIREAT) with its event.
+fn write_lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64) {
+    effects::set_lease(ctx, key, name, deadline, now);
+}
+
+fn acquire(ctx: Ctx, a: &Argv, lease: i64, fenced: bool, fenced_reply: bool, now: i64) -> Native {
+    let (name, owner) = (a.key(0), a.arg(1));
+    let key = open_hash(ctx, name)?;
+    // LOCK.* waiters go first: a lock freed behind their back belongs to the head of the
+    // queue; a lock kept for another script owner's turn is not free for this one.
+    let mut free = key.kind() == KeyKind::Empty;
+    let mut turn_pttl = None;
+    if free && wait::has_waiters(ctx, name) {
+        if wait::grant_head(ctx, &key, name, now, false) {
+            free = key.kind() == KeyKind::Empty;
+        } else if let wait::Turn::Wait(ms) = wait::turn(ctx, name, rm::bytes(owner), now) {
+            turn_pttl = Some(ms);
+        }
+    }
+    let mine = if free { None } else { field_count(&key, owner)? };
+    if turn_pttl.is_some() || (!free && mine.is_none()) {
+        let pttl = turn_pttl.unwrap_or_else(|| key.pttl());
+        // While LOCK.* clients wait, this owner takes a place in their FIFO.
+        wait::queue_turn(ctx, name, rm::bytes(owner), pttl, now);
+        if fenced_reply {
+            rm::reply_pair(ctx, pttl, -1);
+        } else {
+            rm::reply_int(ctx, pttl);
+        }
+        return Ok(());
+    }
+    let count = mine.unwrap_or(0).checked_add(1).ok_or(ToLua)?;
+    let lock_deadline = deadline(now, lease)?;
+    // The fenced scripts INCR the token counter: check it before writing anything.
+    let counter = if fenced {
+        let tname = a.key(1);
+        if rm::bytes(tname) == rm::bytes(name) {
+            return Err(ToLua); // INCR on the lock hash: the script fails half-way
+        }
+        let tkey = Key::write(ctx, tname);
+        let stored = match tkey.kind() {
+            KeyKind::Empty => 0,
+            _ if tkey.is_string() => tkey.string_get(crate::args::parse_i64).flatten().ok_or(ToLua)?,
+            _ => return Err(ToLua),
+        };
+        Some((tkey, tname, stored.checked_add(1).ok_or(ToLua)?))
+    } else {
+        None
+    };
+    write_count(ctx, &key, name, owner, count, 1);
+    write_lease(ctx, &key, name, lock_deadline, now);
+    rm::signal_modified(ctx, name);
+    let token = counter.map(|(tkey, tname, value)| {
+        // INCR keeps the counter's TTL.
+        let ttl = tkey.deadline();
+        tkey.string_set(OwnedStr::from_i64(value).ptr());
+        if let Some(d) = ttl {
+            tkey.set_deadline(d, now);
+        }
+        rm::replicate_incr(ctx, tname);
+        rm::notify(ctx, NOTIFY_STRING, c"incrby", tname);
+        rm::signal_modified(ctx, tname);
+        value
+    });
+    match (fenced_reply, token) {
+        (true, Some(t)) => rm::reply_pair(ctx, -1, t),
+        _ => rm::reply_null(ctx),
+    };
+    Ok(())
+}
+
+/// In a cluster, a script's SPUBLISH must stay in the script's slot; Lua raises an error (after
+/// the lock was deleted) when it does not, so such a call runs in Lua.
+fn publish_allowed(publish: Publish, lock: &[u8], channel: &[u8]) -> bool {
+    publish == Publish::Publish
+        || !cluster::enabled()
+        || cluster::key_slot(lock) == cluster::key_slot(channel)
+}
+
+/// Free the lock: hand it to the head LOCK.* waiter, or publish the script's message.
+fn release_lock(ctx: Ctx, key: &Key, a: &Argv, publish: Publish, message: RStr, now: i64) {
+    let name = a.key(0);
+    if !wait::grant_head(ctx, key, name, now, true) {
+        effects::publish(ctx, a.key(1), message, publish == Publish::SPublish);
+    }
+}
+
+/// SET latch value PX ms (replicated as SET ... PXAT), with the events SET fires.
+fn write_latch(ctx: Ctx, name: RStr, value: i64, deadline: i64, now: i64) {
+    let key = Key::write(ctx, name);
+    let v = if value == 0 { rm::zero() } else { rm::one() };
+    key.string_set(v.ptr());
+    key.set_deadline(deadline, now);
+    rm::replicate_set(ctx, name, v.ptr(), Some(deadline));
+    rm::notify(ctx, NOTIFY_STRING, c"set", name);
+    rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);
+    rm::signal_modified(ctx, name);
+}
+
+fn unlock(
+    ctx: Ctx,
+    a: &Argv,
+    (lock, channel): (&&[u8], &&[u8]),
+    lease: i64,
+    publish: Publish,
+    latch_ms: Option<i64>,
+    now: i64,
+) -> Native {
+    // 3.24+: an existing latch answers a retried unlock and nothing else happens.
+    if latch_ms.is_some() {
+        let latch = Key::write(ctx, a.key(2));
+        match latch.kind() {
+            KeyKind::Empty => {}
+            _ if latch.is_string() => {
+                let v = latch.string_get(redisson_scripts::latch_value).flatten().ok_or(ToLua)?;
+                rm::reply_int(ctx, v);
+                return Ok(());
+            }
+            _ => return Err(ToLua),
+        }
+    }
+    let (name, owner) = (a.key(0), a.arg(2));
+    let key = open_hash(ctx, name)?;
+    let Some(count) = (if key.kind() == KeyKind::Empty { None } else { field_count(&key, owner)? }) else {
+        rm::reply_null(ctx);
+        return Ok(());
+    };
+    let left = count.checked_sub(1).ok_or(ToLua)?;
+    let latch_deadline = latch_ms.map(|ms| deadline(now, ms)).transpose()?;
+    if left > 0 {
+        let lock_deadline = deadline(now, lease)?;
+        write_count(ctx, &key, name, owner, left, -1);
+        write_lease(ctx, &key, name, lock_deadline, now);
+        rm::signal_modified(ctx, name);
+        if let Some(d) = latch_deadline {
+            write_latch(ctx, a.key(2), 0, d, now);
+        }
+        rm::reply_int(ctx, 0);
+        return Ok(());
+    }
+    if !publish_allowed(publish, lock, channel) {
+        return Err(ToLua);
+    }
+    // The script's HINCRBY to 0, then DEL: the same two events, one DEL replicated.
+    rm::notify(ctx, NOTIFY_HASH, c"hincrby", name);
+    effects::delete(ctx, &key, name);
+    release_lock(ctx, &key, a, publish, a.arg(0), now);
+    if let Some(d) = latch_deadline {
+        write_latch(ctx, a.key(2), 1, d, now);
+    }
+    rm::reply_int(ctx, 1);
+    Ok(())
+}
+
+fn force_unlock(ctx: Ctx, a: &Argv, (lock, channel): (&&[u8], &&[u8]), publish: Publish, now: i64) -> Native {
+    let name = a.key(0);
+    // DEL works on any type.
+    let key = Key::write(ctx, name);
+    if key.kind() == KeyKind::Empty {
+        rm::reply_int(ctx, 0);
+        return Ok(());
+    }
+    if !publish_allowed(publish, lock, channel) {
+        return Err(ToLua);
+    }
+    effects::delete(ctx, &key, name);
+    release_lock(ctx, &key, a, publish, a.arg(0), now);
+    rm::reply_int(ctx, 1);
+    Ok(())
+}
+
+fn renew(ctx: Ctx, a: &Argv, lease: i64, n: usize, batch: bool, now: i64) -> Native {
+    let lock_deadline = deadline(now, lease)?;
+    // HEXISTS on a key of another type raises an error: check every key before writing.
+    let mut keys = Vec::with_capacity(n);
+    for i in 0..n {
+        keys.push(open_hash(ctx, a.key(i))?);
+    }
+    let mut renewed = Vec::with_capacity(n);
+    for (i, key) in keys.iter().enumerate() {
+        let (name, owner) = (a.key(i), a.arg(i + 1));
+        let held = key.kind() == KeyKind::Hash && key.hash_get(owner, |_| ()).is_some();
+        if held {
+            write_lease(ctx, key, name, lock_deadline, now);
+            rm::signal_modified(ctx, name);
+        }
+        renewed.push(i64::from(held));
+    }
+    if batch {
+        rm!(RedisModule_ReplyWithArray(ctx, renewed.len() as std::os::raw::c_long) else 0);
+        for r in renewed {
+            rm::reply_int(ctx, r);
+        }
+    } else {
+        rm::reply_int(ctx, renewed.first().copied().unwrap_or(0));
+    }
+    Ok(())
+}
+
+/// Report the keys (argv[5..5 + numkeys]) when Redis asks for them (`getkeys-api`: Redis 7.0
+/// routes module commands in a cluster by their legacy key range or this callback only).
+fn key_positions(ctx: Ctx, argv: *mut RStr, argc: c_int) {
+    let n = usize::try_from(argc).unwrap_or(0);
+    if argv.is_null() || n < 5 {
+        return;
+    }
+    // SAFETY: Redis passes argc valid strings at argv.
+    let strs = unsafe { std::slice::from_raw_parts(argv, n) };
+    let numkeys = strs.get(4).and_then(|s| crate::args::parse_i64(rm::bytes(*s))).unwrap_or(0);
+    for pos in 5..5 + numkeys.clamp(0, n as i64 - 5) {
+        rm!(RedisModule_KeyAtPos(ctx, pos as c_int) else ());
+    }
+}
+
+pub unsafe extern "C" fn redisson_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
+    if rm!(RedisModule_IsKeysPositionRequest(ctx) else 0) != 0 {
+        key_positions(ctx, argv, argc);
+        return raw::REDISMODULE_OK as c_int;
+    }
+    commands::run(ctx, argv, argc, handle)
+}

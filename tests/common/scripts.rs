@@ -1,0 +1,125 @@
+//! Our own Lua implementations of Redisson's lock scripts (`lua/`), registered with a native
+//! server through `lock.redisson-extra-scripts` so they drive the same native code paths as
+//! Redisson's own SHA1s, and keyspace snapshots to compare two servers.
+#![allow(dead_code)]
+
+use super::resp::{Conn, R};
+use super::Opts;
+use std::collections::BTreeMap;
+
+pub struct OwnScript {
+    pub kind: &'static str,
+    pub body: &'static [u8],
+    pub sha: String,
+}
+
+/// Every script kind, implemented from the documented algorithm (never Redisson's text).
+pub fn own_scripts() -> Vec<OwnScript> {
+    let files: [(&str, &[u8]); 10] = [
+        ("acquire", include_bytes!("../../lua/acquire.lua")),
+        ("unlock-publish", include_bytes!("../../lua/unlock_publish.lua")),
+        ("unlock", include_bytes!("../../lua/unlock_no_latch.lua")),
+        ("unlock-latch", include_bytes!("../../lua/unlock.lua")),
+        ("forceunlock-publish", include_bytes!("../../lua/force_unlock_publish.lua")),
+        ("forceunlock", include_bytes!("../../lua/force_unlock.lua")),
+        ("renew", include_bytes!("../../lua/renew_one.lua")),
+        ("renew-batch", include_bytes!("../../lua/renew.lua")),
+        ("fenced-acquire", include_bytes!("../../lua/fenced_acquire.lua")),
+        ("fenced-acquire-plain", include_bytes!("../../lua/fenced_acquire_plain.lua")),
+    ];
+    files
+        .into_iter()
+        .map(|(kind, body)| OwnScript { kind, body, sha: sha1_smol::Sha1::from(body).digest().to_string() })
+        .collect()
+}
+
+pub fn script(kind: &str) -> OwnScript {
+    own_scripts().into_iter().find(|s| s.kind == kind).unwrap_or_else(|| panic!("no script {kind}"))
+}
+
+/// `lock.redisson-extra-scripts` value registering every own script.
+pub fn extra_spec() -> String {
+    own_scripts()
+        .iter()
+        .map(|s| format!("{}:{}:{}", s.kind, s.sha, s.body.len()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A server with the module, `native`, and our scripts registered.
+pub fn native_opts() -> Opts {
+    Opts::default()
+        .module_arg("redisson-scripts native")
+        .module_arg(&format!("redisson-extra-scripts {}", extra_spec()))
+}
+
+/// Load every own script (so EVALSHA works in Lua too).
+pub fn load_all(c: &mut Conn) {
+    for s in own_scripts() {
+        assert_eq!(c.call(&[b"SCRIPT".to_vec(), b"LOAD".to_vec(), s.body.to_vec()]).str(), s.sha);
+    }
+}
+
+/// What a key holds: type, content (hash fields or the string under ""), PEXPIRETIME.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyState {
+    pub ty: String,
+    pub content: BTreeMap<Vec<u8>, Vec<u8>>,
+    pub pexpiretime: i64,
+}
+
+pub fn keys(c: &mut Conn) -> Vec<Vec<u8>> {
+    let mut out = vec![];
+    let mut cursor = b"0".to_vec();
+    loop {
+        let r = c.call(&[b"SCAN".to_vec(), cursor, b"COUNT".to_vec(), b"1000".to_vec()]);
+        let a = r.arr();
+        cursor = a[0].bytes();
+        out.extend(a[1].arr().iter().map(R::bytes));
+        if cursor == b"0" {
+            break;
+        }
+    }
+    out.sort();
+    out
+}
+
+pub fn key_state(c: &mut Conn, key: &[u8]) -> KeyState {
+    let ty = c.call(&[b"TYPE".to_vec(), key.to_vec()]).str();
+    let content = match ty.as_str() {
+        "hash" => {
+            let r = c.call(&[b"HGETALL".to_vec(), key.to_vec()]);
+            r.arr().chunks(2).map(|p| (p[0].bytes(), p[1].bytes())).collect()
+        }
+        "string" => BTreeMap::from([(vec![], c.call(&[b"GET".to_vec(), key.to_vec()]).bytes())]),
+        _ => BTreeMap::new(),
+    };
+    let pexpiretime = c.call(&[b"PEXPIRETIME".to_vec(), key.to_vec()]).int();
+    KeyState { ty, content, pexpiretime }
+}
+
+pub fn snapshot(c: &mut Conn) -> BTreeMap<Vec<u8>, KeyState> {
+    keys(c).into_iter().map(|k| (k.clone(), key_state(c, &k))).collect()
+}
+
+/// Same keys, types and contents; deadlines within `tol_ms`.
+pub fn assert_same_keyspace(a: &mut Conn, b: &mut Conn, tol_ms: i64, ctx: &str) {
+    let (sa, sb) = (snapshot(a), snapshot(b));
+    let names = |s: &BTreeMap<Vec<u8>, KeyState>| {
+        s.keys().map(|k| String::from_utf8_lossy(k).into_owned()).collect::<Vec<_>>()
+    };
+    assert_eq!(names(&sa), names(&sb), "{ctx}: key sets differ");
+    for (k, x) in &sa {
+        let y = &sb[k];
+        assert_eq!((&x.ty, &x.content), (&y.ty, &y.content), "{ctx}: {}", String::from_utf8_lossy(k));
+        let close = (x.pexpiretime < 0 && x.pexpiretime == y.pexpiretime)
+            || (x.pexpiretime - y.pexpiretime).abs() <= tol_ms;
+        assert!(
+            close,
+            "{ctx}: {} deadlines {} vs {}",
+            String::from_utf8_lossy(k),
+            x.pexpiretime,
+            y.pexpiretime
+        );
+    }
+}
