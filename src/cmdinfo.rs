@@ -144,14 +144,12 @@ const SPECS: [Spec; 6] = [
         // under OOM the call runs in Lua and fails or succeeds as the script does).
         flags: c"deny-script may-replicate allow-stale no-mandatory-keys getkeys-api",
         acl: c"scripting slow",
-        arity: -5,
-        summary: c"Runs a Redisson lock script natively; the command filter of lock.redisson-scripts native rewrites EVAL/EVALSHA calls of known scripts into it",
+        arity: -3,
+        summary: c"Runs a Redisson lock script natively; the command filter of lock.redisson-scripts native renames EVAL/EVALSHA calls of known scripts into it",
         complexity: c"O(N) where N is the number of keys (1 to 3, or the batch size of a watchdog renewal)",
         key_flags: RW_ACCESS_UPDATE,
-        keys: Keys::Numkeys(4),
+        keys: Keys::Numkeys(2),
         args: &[
-            arg(c"kind", ArgKind::Str),
-            arg(c"command", ArgKind::Str),
             arg(c"script-or-sha1", ArgKind::Str),
             arg(c"numkeys", ArgKind::Int),
             Arg { name: c"key", kind: ArgKind::Key, token: None, optional: false, multiple: true },

@@ -31,13 +31,16 @@ impl From<StateError> for Refusal {
     }
 }
 
-pub type Handler = fn(Ctx, &[RStr], &[&[u8]]) -> Result<(), Refusal>;
-
 /// Most argv a LOCK.* command can accept; more is always an error and takes the slow path.
 const MAX_ARGS: usize = 8;
 
 /// Common entry: argv as Redis strings and as bytes, errors turned into replies, panics caught.
-pub fn run(ctx: Ctx, argv: *mut RStr, argc: c_int, handler: Handler) -> c_int {
+pub fn run(
+    ctx: Ctx,
+    argv: *mut RStr,
+    argc: c_int,
+    handler: impl FnOnce(Ctx, &[RStr], &[&[u8]]) -> Result<(), Refusal>,
+) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let n = usize::try_from(argc).unwrap_or(0);
         let strs: &[RStr] = if argv.is_null() || n == 0 {

@@ -1,6 +1,6 @@
-//! `LOCK.REDISSON <kind> <EVAL|EVALSHA> <body|sha1> <numkeys> <keys...> <args...>`: a Redisson
-//! lock script the filter recognised, run natively with the script's exact replies, writes,
-//! TTLs, latch keys, token INCRs and release messages.
+//! `LOCK.REDISSON <body|sha1> <numkeys> <keys...> <args...>`: a Redisson lock script the filter
+//! recognised (EVAL or EVALSHA with the command name replaced), run natively with the script's
+//! exact replies, writes, TTLs, latch keys, token INCRs and release messages.
 //!
 //! Everything that would make the script raise an error (a key of the wrong type, a hold count
 //! or counter that is not an integer, an overflow, a latch value Lua would convert oddly) is
@@ -29,9 +29,8 @@ struct ToLua;
 
 type Native = Result<(), ToLua>;
 
-/// Position of the first key in the command's argv without its name: kind, EVAL|EVALSHA,
-/// script, numkeys.
-const FIRST_KEY: usize = 4;
+/// Position of the first key in the command's argv without its name: script, numkeys.
+const FIRST_KEY: usize = 2;
 
 /// The argv strings (without the command name), for writes and replication.
 struct Argv<'a> {
@@ -48,28 +47,30 @@ impl Argv<'_> {
     }
 }
 
-fn handle(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
-    let [kind, orig, script, rest @ ..] = argv else {
+/// `called`: the (kind, EVALSHA?) the filter recognised, from the command name object; `None`
+/// when LOCK.REDISSON was called directly.
+fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+    let [script, rest @ ..] = argv else {
         return Err(Refusal::Reply("ERR wrong number of arguments for 'lock.redisson' command"));
     };
-    let kind = Kind::from_name(kind).ok_or(Refusal::Reply("ERR unknown Redisson script kind"))?;
-    let evalsha = if orig.eq_ignore_ascii_case(b"EVALSHA") {
-        true
-    } else if orig.eq_ignore_ascii_case(b"EVAL") {
-        false
-    } else {
-        return Err(Refusal::Reply("ERR LOCK.REDISSON runs EVAL or EVALSHA calls"));
+    // Called directly: behave exactly as the EVALSHA (a known SHA1 or any 40-hex string) or
+    // the EVAL it carries.
+    let (kind, evalsha) = match called {
+        Some(k) => k,
+        None => {
+            let evalsha = script.len() == 40 && script.iter().all(u8::is_ascii_hexdigit);
+            match crate::script_filter::lookup(evalsha, script) {
+                Some(kind) => (kind, evalsha),
+                None => return lua(ctx, None, evalsha, strs),
+            }
+        }
     };
-    // Called directly with another script, or with a shape the filter would not have matched:
-    // behave exactly as the EVAL/EVALSHA it carries.
-    let matched = crate::script_filter::lookup(evalsha, script) == Some(kind);
-    let call = match redisson_scripts::parse(kind, rest) {
-        Ok(c) if matched => c,
-        _ => return lua(ctx, kind, evalsha, strs),
+    let Ok(call) = redisson_scripts::parse(kind, rest) else {
+        return lua(ctx, Some(kind), evalsha, strs);
     };
     let flags = rm::ctx_flags(ctx);
     if flags & (raw::REDISMODULE_CTX_FLAGS_READONLY | raw::REDISMODULE_CTX_FLAGS_OOM) != 0 {
-        return lua(ctx, kind, evalsha, strs);
+        return lua(ctx, Some(kind), evalsha, strs);
     }
     let numkeys = rest.first().and_then(|n| crate::args::parse_i64(n)).and_then(|n| usize::try_from(n).ok());
     let a = Argv { strs, numkeys: numkeys.unwrap_or(0) };
@@ -91,15 +92,17 @@ fn handle(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
             stats::redisson_native(kind);
             Ok(())
         }
-        Err(ToLua) => lua(ctx, kind, evalsha, strs),
+        Err(ToLua) => lua(ctx, Some(kind), evalsha, strs),
     }
 }
 
 /// Run the original EVAL / EVALSHA in Lua, as the calling user, and forward its reply.
-fn lua(ctx: Ctx, kind: Kind, evalsha: bool, strs: &[RStr]) -> Result<(), Refusal> {
-    stats::redisson_lua(kind);
+fn lua(ctx: Ctx, kind: Option<Kind>, evalsha: bool, strs: &[RStr]) -> Result<(), Refusal> {
+    if let Some(k) = kind {
+        stats::redisson_lua(k);
+    }
     let cmd = if evalsha { c"EVALSHA" } else { c"EVAL" };
-    let args = strs.get(2..).unwrap_or(&[]);
+    let args = strs;
     // "!": replicate its effects; "C": ACL of the calling user; "0": its protocol; "E": errors
     // as replies; "v": argv.
     let reply = rm!(RedisModule_Call(
@@ -344,25 +347,26 @@ fn renew(ctx: Ctx, a: &Argv, lease: i64, n: usize, batch: bool, now: i64) -> Nat
     Ok(())
 }
 
-/// Report the keys (argv[5..5 + numkeys]) when Redis asks for them (`getkeys-api`: Redis 7.0
+/// Report the keys (argv[3..3 + numkeys]) when Redis asks for them (`getkeys-api`: Redis 7.0
 /// routes module commands in a cluster by their legacy key range or this callback only).
-fn key_positions(ctx: Ctx, argv: *mut RStr, argc: c_int) {
-    let n = usize::try_from(argc).unwrap_or(0);
-    if argv.is_null() || n < 5 {
-        return;
-    }
-    // SAFETY: Redis passes argc valid strings at argv.
-    let strs = unsafe { std::slice::from_raw_parts(argv, n) };
-    let numkeys = strs.get(4).and_then(|s| crate::args::parse_i64(rm::bytes(*s))).unwrap_or(0);
-    for pos in 5..5 + numkeys.clamp(0, n as i64 - 5) {
+fn key_positions(ctx: Ctx, strs: &[RStr]) {
+    let n = strs.len() as i64;
+    let numkeys = strs.get(2).and_then(|s| crate::args::parse_i64(rm::bytes(*s))).unwrap_or(0);
+    for pos in 3..3 + numkeys.clamp(0, (n - 3).max(0)) {
         rm!(RedisModule_KeyAtPos(ctx, pos as c_int) else ());
     }
 }
 
 pub unsafe extern "C" fn redisson_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
+    let strs: &[RStr] = match usize::try_from(argc) {
+        // SAFETY: Redis passes argc valid strings at argv.
+        Ok(n) if n > 0 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
+        _ => &[],
+    };
     if rm!(RedisModule_IsKeysPositionRequest(ctx) else 0) != 0 {
-        key_positions(ctx, argv, argc);
+        key_positions(ctx, strs);
         return raw::REDISMODULE_OK as c_int;
     }
-    commands::run(ctx, argv, argc, handle)
+    let called = strs.first().and_then(|name| crate::script_filter::identify(*name));
+    commands::run(ctx, argv, argc, |ctx, s, b| handle(ctx, called, s, b))
 }

@@ -96,6 +96,19 @@ pub struct Entry {
     pub kind: Kind,
 }
 
+/// Lowercase hex of a SHA1, as Redisson sends it.
+fn to_hex(sha: &[u8; 20]) -> [u8; 40] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 40];
+    for (pair, b) in out.chunks_exact_mut(2).zip(sha) {
+        if let [hi, lo] = pair {
+            *hi = HEX[usize::from(b >> 4)];
+            *lo = HEX[usize::from(b & 15)];
+        }
+    }
+    out
+}
+
 /// Lowercase or uppercase hex of a SHA1 to bytes (EVALSHA accepts both cases).
 pub fn parse_sha(hex: &[u8]) -> Option<[u8; 20]> {
     if hex.len() != 40 {
@@ -133,17 +146,42 @@ pub const BUILTIN: [(&str, usize, Kind); 11] = [
 #[derive(Debug, Clone, Default)]
 pub struct Table {
     entries: Vec<Entry>,
+    /// Lowercase hex of each entry's SHA1, same order: EVALSHA is matched without decoding.
+    hex: Vec<[u8; 40]>,
 }
 
 impl Table {
     pub fn builtin() -> Table {
-        let entries = BUILTIN
-            .iter()
-            .filter_map(|(hex, len, kind)| {
-                Some(Entry { sha: parse_sha(hex.as_bytes())?, len: *len, kind: *kind })
-            })
-            .collect();
-        Table { entries }
+        let mut t = Table::default();
+        for (hex, len, kind) in BUILTIN {
+            if let Some(sha) = parse_sha(hex.as_bytes()) {
+                t.push(Entry { sha, len, kind });
+            }
+        }
+        t
+    }
+
+    fn push(&mut self, e: Entry) {
+        if let Some(i) = self.entries.iter().position(|x| x.sha == e.sha) {
+            self.entries.remove(i);
+            self.hex.remove(i);
+        }
+        self.hex.push(to_hex(&e.sha));
+        self.entries.push(e);
+    }
+
+    /// The kind of the script with this SHA1 in hex (EVALSHA's argument, either case).
+    pub fn by_hex(&self, hex: &[u8]) -> Option<Kind> {
+        if hex.len() != 40 {
+            return None;
+        }
+        // Compare 8 bytes at a time before the whole string: most entries differ at once.
+        let head = |b: &[u8]| b.get(..8).and_then(|p| <[u8; 8]>::try_from(p).ok()).map(u64::from_ne_bytes);
+        let want = head(hex);
+        if let Some(i) = self.hex.iter().position(|h| head(h) == want && h.as_slice() == hex) {
+            return self.entries.get(i).map(|e| e.kind);
+        }
+        parse_sha(hex).and_then(|s| self.by_sha(&s))
     }
 
     /// The built-in table plus `extra`: `kind:sha1:length` entries separated by commas or
@@ -164,8 +202,7 @@ impl Table {
                 .and_then(|l| usize::try_from(l).ok())
                 .filter(|l| *l > 0)
                 .ok_or("a script length is a positive integer")?;
-            t.entries.retain(|e| e.sha != sha);
-            t.entries.push(Entry { sha, len, kind });
+            t.push(Entry { sha, len, kind });
         }
         Ok(t)
     }
@@ -357,6 +394,8 @@ mod tests {
             assert!(t.entries().contains(&Entry { sha, len, kind }), "{hex}");
             let upper = parse_sha(hex.to_uppercase().as_bytes());
             assert_eq!(upper, Some(sha), "EVALSHA takes either case");
+            assert_eq!(t.by_hex(hex.as_bytes()), Some(kind));
+            assert_eq!(t.by_hex(hex.to_uppercase().as_bytes()), Some(kind));
         }
         for k in KINDS {
             assert_eq!(Kind::from_name(k.name().as_bytes()), Some(k));

@@ -2,14 +2,17 @@
 //!
 //! Installed only while the config is `native`, so with `lua` (the default) no command pays
 //! anything. It looks at every command Redis is about to run; for `EVALSHA <known sha1>` and
-//! `EVAL <body of a known sha1>` whose keys and arguments match the script exactly, it rewrites
+//! `EVAL <body of a known sha1>` whose keys and arguments match the script exactly, it replaces
+//! the command name:
 //!
 //!   EVALSHA <sha1> <numkeys> <keys...> <args...>
-//!   into  LOCK.REDISSON <kind> EVALSHA <sha1> <numkeys> <keys...> <args...>
+//!   becomes  LOCK.REDISSON <sha1> <numkeys> <keys...> <args...>
 //!
-//! so the keys keep their place relative to `numkeys` (cluster routing, CROSSSLOT and ACL key
-//! checks see the script's keys) and the original call can still be run in Lua when the
-//! keyspace requires it. Everything else passes through untouched.
+//! so the keys keep their place (cluster routing, CROSSSLOT and ACL key checks see the
+//! script's keys) and the original call can still be run in Lua when the keyspace requires it.
+//! The new name is one of twenty string objects that all read `LOCK.REDISSON`, one per (script
+//! kind, EVAL or EVALSHA): the command recognises which by the object's address, so it neither
+//! hashes a body twice nor re-checks what the filter checked. Nothing else is touched.
 
 use crate::redisson_scripts::{self, Kind, Table, KINDS};
 use crate::rm::{self, rm, Ctx, OwnedStr, RStr};
@@ -25,13 +28,10 @@ pub const COMMAND: &[u8] = b"LOCK.REDISSON";
 static TABLE: LazyLock<RwLock<Table>> = LazyLock::new(|| RwLock::new(Table::builtin()));
 /// The installed filter (null when none).
 static FILTER: AtomicUsize = AtomicUsize::new(0);
-/// Strings inserted into rewritten commands, created once; each insertion takes a reference.
-static INSERTS: LazyLock<Vec<usize>> = LazyLock::new(|| {
-    std::iter::once(COMMAND)
-        .chain(KINDS.iter().map(|k| k.name().as_bytes()))
-        .map(|b| OwnedStr::leak(b) as usize)
-        .collect()
-});
+/// Command names put in place by the filter, `[kind][evalsha]`, created once and never freed
+/// (each use takes a reference for Redis to drop).
+static NAMES: LazyLock<Vec<[usize; 2]>> =
+    LazyLock::new(|| KINDS.iter().map(|_| [0, 1].map(|_| OwnedStr::leak(COMMAND) as usize)).collect());
 
 /// Replace the extra entries (`kind:sha1:length`, comma- or space-separated).
 pub fn set_extra(spec: &[u8]) -> Result<(), String> {
@@ -44,15 +44,21 @@ pub fn set_extra(spec: &[u8]) -> Result<(), String> {
 pub fn lookup(evalsha: bool, script: &[u8]) -> Option<Kind> {
     let t = TABLE.read().unwrap_or_else(PoisonError::into_inner);
     if evalsha {
-        redisson_scripts::parse_sha(script).and_then(|s| t.by_sha(&s))
+        t.by_hex(script)
     } else {
         t.by_body(script)
     }
 }
 
+/// Which (kind, EVALSHA?) a command name object put in place by the filter stands for.
+pub fn identify(name: RStr) -> Option<(Kind, bool)> {
+    let p = name as usize;
+    NAMES.iter().zip(KINDS).find_map(|(pair, kind)| pair.iter().position(|q| *q == p).map(|i| (kind, i == 1)))
+}
+
 /// Install (`on`) or remove the filter; idempotent.
 pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
-    LazyLock::force(&INSERTS);
+    LazyLock::force(&NAMES);
     let current = FILTER.load(Ordering::Relaxed);
     if on && current == 0 {
         let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
@@ -73,13 +79,6 @@ pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// A shared insert string with one more reference, for Redis to own.
-fn insert_str(i: usize) -> Option<RStr> {
-    let s = *INSERTS.get(i)? as RStr;
-    rm!(RedisModule_RetainString(std::ptr::null_mut(), s) else ());
-    Some(s)
-}
-
 /// `EVAL` / `EVALSHA` (any case) -> whether it is EVALSHA.
 fn eval_kind(name: &[u8]) -> Option<bool> {
     match name.len() {
@@ -88,6 +87,9 @@ fn eval_kind(name: &[u8]) -> Option<bool> {
         _ => None,
     }
 }
+
+/// Most arguments a fixed-layout script takes after its SHA1 (numkeys, 3 keys, 5 args).
+const STACK_ARGS: usize = 12;
 
 unsafe extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     // Cheap exits first: this runs before every command.
@@ -99,15 +101,26 @@ unsafe extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     let Some(evalsha) = eval_kind(arg(0)) else { return };
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let kind = lookup(evalsha, arg(1))?;
-        let rest: Vec<&[u8]> = (2..argc).map(arg).collect();
-        if redisson_scripts::parse(kind, &rest).is_err() {
+        let n = usize::try_from(argc - 2).unwrap_or(0);
+        let mut stack: [&[u8]; STACK_ARGS] = [&[]; STACK_ARGS];
+        let heap: Vec<&[u8]>;
+        let rest: &[&[u8]] = if n <= STACK_ARGS {
+            for (slot, i) in stack.iter_mut().zip(2..argc) {
+                *slot = arg(i);
+            }
+            stack.get(..n).unwrap_or(&[])
+        } else {
+            heap = (2..argc).map(arg).collect();
+            &heap
+        };
+        if redisson_scripts::parse(kind, rest).is_err() {
             stats::redisson_lua(kind);
             return None;
         }
-        Some(kind)
+        let name = *NAMES.get(kind.index())?.get(usize::from(evalsha))? as RStr;
+        Some(name)
     }));
-    let Ok(Some(kind)) = r else { return };
-    let (Some(name), Some(token)) = (insert_str(0), insert_str(1 + kind.index())) else { return };
-    rm!(RedisModule_CommandFilterArgInsert(fctx, 0, name) else 0);
-    rm!(RedisModule_CommandFilterArgInsert(fctx, 1, token) else 0);
+    let Ok(Some(name)) = r else { return };
+    rm!(RedisModule_RetainString(std::ptr::null_mut(), name) else ());
+    rm!(RedisModule_CommandFilterArgReplace(fctx, 0, name) else 0);
 }

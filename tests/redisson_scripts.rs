@@ -779,8 +779,16 @@ fn known_scripts_left_to_lua_and_native_runs_are_counted_in_info() {
     let docs = cmd!(c, "COMMAND", "DOCS", "lock.redisson");
     let summary = docs.arr()[1].arr()[1].str();
     assert!(summary.contains("Redisson"), "{summary}");
-    let keys = cmd!(c, "COMMAND", "GETKEYS", "LOCK.REDISSON", "unlock", "EVALSHA", "abc", 2, "k1", "k2", "x");
+    let keys = cmd!(c, "COMMAND", "GETKEYS", "LOCK.REDISSON", "abc", 2, "k1", "k2", "x");
     assert_eq!(keys, R::Arr(vec![R::Bulk(b"k1".to_vec()), R::Bulk(b"k2".to_vec())]));
+    // Called directly, LOCK.REDISSON is the EVALSHA / EVAL it carries.
+    assert_eq!(cmd!(c, "LOCK.REDISSON", BUILTIN[0].1, 1, "d", 1000, "o"), R::Nil);
+    assert_eq!(cmd!(c, "HGET", "d", "o").str(), "1");
+    assert!(cmd!(c, "LOCK.REDISSON", "0123456789012345678901234567890123456789", 0)
+        .err()
+        .starts_with("NOSCRIPT"));
+    assert_eq!(cmd!(c, "LOCK.REDISSON", "return 40 + 2", 0), R::Int(42));
+    assert!(cmd!(c, "LOCK.REDISSON", "x").err().contains("wrong number of arguments"));
 }
 
 #[test]

@@ -9,6 +9,7 @@
 
 mod lua;
 mod raw;
+mod redisson_scripts;
 mod s1;
 mod s2;
 mod s3;
@@ -43,7 +44,7 @@ struct Args {
 fn usage() -> ! {
     eprintln!(
         "usage: lock-bench --module /abs/path/libredis_lock.so [--out DIR] [--quick] \
-         [--redis-server PATH] [--only s1,s2,s3,s4,s5]"
+         [--redis-server PATH] [--only s1,s2,s3,s4,s5,redisson]"
     );
     std::process::exit(2)
 }
@@ -107,6 +108,7 @@ struct Results {
     s3_contention: Vec<s3::Row>,
     s4_expiry: Vec<s4::Row>,
     s5_memory: Option<s5::Report>,
+    redisson: Option<redisson_scripts::Report>,
     targets: Vec<Target>,
 }
 
@@ -133,9 +135,18 @@ fn main() {
     srv.assert_alive();
     let s5_rep = if want("s5") { Some(s5::run(port, &sha, args.quick)) } else { None };
     srv.assert_alive();
+    let redisson = if want("redisson") {
+        Some(redisson_scripts::run(port, &args.redis_server, &args.module, args.quick))
+    } else {
+        None
+    };
+    srv.assert_alive();
     drop(con);
 
-    let targets = targets(&s1_ratios, &s3_rows, &s4_rows);
+    let mut targets = targets(&s1_ratios, &s3_rows, &s4_rows);
+    if let Some(r) = &redisson {
+        targets.extend(redisson_targets(r));
+    }
     let mut res = Results {
         meta: Meta {
             quick: args.quick,
@@ -154,6 +165,7 @@ fn main() {
         s3_contention: s3_rows,
         s4_expiry: s4_rows,
         s5_memory: s5_rep,
+        redisson,
         targets,
     };
     drop(srv); // stop the server before writing the report
@@ -256,6 +268,69 @@ fn targets(r1: &[s1::Ratios], r3: &[s3::Row], r4: &[s4::Row]) -> Vec<Target> {
         });
     }
     t
+}
+
+fn redisson_targets(r: &redisson_scripts::Report) -> Vec<Target> {
+    let mut t = Vec::new();
+    for x in &r.ratios {
+        t.push(Target {
+            name: format!("Redisson {} via EVALSHA, native vs Lua, throughput", x.op),
+            required: ">= 1.8x".into(),
+            measured: x.throughput,
+            met: x.throughput >= 1.8,
+            note: "pipeline 32, same script".into(),
+        });
+        t.push(Target {
+            name: format!("Redisson {} via EVALSHA, native vs Lua, server usec/call", x.op),
+            required: "<= 0.4x".into(),
+            measured: x.server_usec,
+            met: x.server_usec <= 0.4,
+            note: "lock.redisson vs evalsha usec_per_call".into(),
+        });
+    }
+    if let Some(f) = r.fairness.iter().find(|f| f.mode == "native") {
+        t.push(Target {
+            name: "Jain fairness, 4 Redisson-style + 4 WAIT clients, native".into(),
+            required: ">= 0.9".into(),
+            measured: f.jain,
+            met: f.jain >= 0.9,
+            note: format!("WAIT {:?}, Redisson-style {:?}", f.wait_grants, f.script_grants),
+        });
+    }
+    t
+}
+
+fn redisson_markdown(s: &mut String, r: &redisson_scripts::Report) {
+    let _ = writeln!(s, "## Redisson's lock scripts run natively (`lock.redisson-scripts`)\n");
+    let _ = writeln!(s, "The same script sent with EVALSHA (our own implementation of each Redisson script, registered with `lock.redisson-extra-scripts`, so it takes the path of Redisson's SHA1s), run in Lua (`lua`) and natively (`native`) on one server, switched at run time; pipeline 32, median of the repetitions. Server µs/call: `evalsha` vs `lock.redisson` usec_per_call.\n");
+    let _ = writeln!(s, "| script | mode | calls/s | server µs/call |");
+    let _ = writeln!(s, "|---|---|---:|---:|");
+    for x in &r.rows {
+        let _ =
+            writeln!(s, "| {} | {} | {} | {:.2} |", x.op, x.mode, f(x.ops_per_sec), x.server_usec_per_call);
+    }
+    let _ = writeln!(s, "\n| script | native/Lua calls/s | native/Lua server µs |");
+    let _ = writeln!(s, "|---|---:|---:|");
+    for x in &r.ratios {
+        let _ = writeln!(s, "| {} | {:.2}x | {:.2}x |", x.op, x.throughput, x.server_usec);
+    }
+    let _ = writeln!(s, "\nEvery other command: `SET k v` (pipeline 32) with the filter not installed (`lua`) and installed (`native`).\n");
+    let _ = writeln!(s, "| filter | SET ops/s | instructions per SET inside processCommand() (callgrind, two server processes) |");
+    let _ = writeln!(s, "|---|---:|---:|");
+    for (m, v) in &r.set_ops {
+        let ins: Vec<String> =
+            r.set_instructions.iter().filter(|(x, _)| x == m).map(|(_, n)| format!("{n:.0}")).collect();
+        let ins = if ins.is_empty() { "-".to_string() } else { ins.join(" / ") };
+        let _ = writeln!(s, "| {m} | {} | {ins} |", f(*v));
+    }
+    let _ = writeln!(s, "\nSET throughput difference, on vs off: {:+.1}%.\n", r.set_diff_pct);
+    let _ = writeln!(s, "Mixed fleet on one lock: 4 Redisson-style clients (acquire script; on failure wait for the release message or the PTTL; unlock script + latch DEL) and 4 `LOCK.ACQUIRE ... WAIT` clients, 1 ms critical sections.\n");
+    let _ = writeln!(s, "| mode | WAIT clients' grants | Redisson-style clients' grants | Jain fairness |");
+    let _ = writeln!(s, "|---|---|---|---:|");
+    for x in &r.fairness {
+        let _ = writeln!(s, "| {} | {:?} | {:?} | {:.3} |", x.mode, x.wait_grants, x.script_grants, x.jain);
+    }
+    let _ = writeln!(s);
 }
 
 fn markdown(r: &Results) -> String {
@@ -459,6 +534,9 @@ fn markdown(r: &Results) -> String {
             x.used_memory_per_blocked_blpop
         );
         let _ = writeln!(s);
+    }
+    if let Some(x) = &r.redisson {
+        redisson_markdown(&mut s, x);
     }
     if !r.targets.is_empty() {
         let _ = writeln!(s, "## Targets (informational, never asserted)\n");

@@ -1,0 +1,423 @@
+//! Scenario "redisson": Redisson's lock scripts run natively (`lock.redisson-scripts native`).
+//!
+//! - The same script sent with EVALSHA, run in Lua (`lua`) and natively (`native`), switched at
+//!   run time on one server: throughput (pipeline 32) and server µs/call (`evalsha` vs
+//!   `lock.redisson` in INFO commandstats) for the acquire, the 3.24+ unlock with its latch and
+//!   a 100-key batched watchdog renewal. The scripts are our own implementations of Redisson's
+//!   (`lua/`), registered with `lock.redisson-extra-scripts` so they take the code path of
+//!   Redisson's SHA1s.
+//! - Every other command pays nothing: `SET` throughput with the filter installed (`native`)
+//!   and not (`lua`), and callgrind instructions per `SET` inside `call()` in both modes.
+//! - Fair mixed fleets: 4 Redisson-style clients (scripts + pub/sub waiting) and 4
+//!   `LOCK.ACQUIRE ... WAIT` clients on one lock, per-client grants and Jain fairness, in both
+//!   modes.
+
+use crate::server::{cmdstat, reset_stats};
+use crate::stats::{jain, median};
+use redis::Value;
+use serde::Serialize;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const ACQUIRE: &[u8] = include_bytes!("../../lua/acquire.lua");
+const UNLOCK: &[u8] = include_bytes!("../../lua/unlock.lua");
+const RENEW_BATCH: &[u8] = include_bytes!("../../lua/renew.lua");
+const LEASE: i64 = 30_000;
+const BATCH: usize = 100;
+
+#[derive(Serialize, Clone, Debug)]
+pub struct Row {
+    pub op: String,
+    pub mode: String,
+    pub ops_per_sec: f64,
+    pub server_usec_per_call: f64,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct Ratio {
+    pub op: String,
+    pub throughput: f64,
+    pub server_usec: f64,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct Fairness {
+    pub mode: String,
+    pub wait_grants: Vec<u64>,
+    pub script_grants: Vec<u64>,
+    pub jain: f64,
+}
+
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct Report {
+    pub rows: Vec<Row>,
+    pub ratios: Vec<Ratio>,
+    /// (mode, SET ops/s)
+    pub set_ops: Vec<(String, f64)>,
+    /// native / lua - 1, in %
+    pub set_diff_pct: f64,
+    /// (mode, instructions per SET inside processCommand()), two runs per mode; empty without
+    /// valgrind
+    pub set_instructions: Vec<(String, f64)>,
+    pub fairness: Vec<Fairness>,
+}
+
+fn sha(body: &[u8]) -> String {
+    sha1_smol::Sha1::from(body).digest().to_string()
+}
+
+/// `lock.redisson-extra-scripts` for our three scripts.
+fn extra() -> String {
+    [("acquire", ACQUIRE), ("unlock-latch", UNLOCK), ("renew-batch", RENEW_BATCH)]
+        .iter()
+        .map(|(k, b)| format!("{k}:{}:{}", sha(b), b.len()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn set_mode(con: &mut redis::Connection, mode: &str) {
+    let _: () =
+        redis::cmd("CONFIG").arg("SET").arg("lock.redisson-scripts").arg(mode).query(con).expect("mode");
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Op {
+    Acquire,
+    Unlock,
+    RenewBatch,
+    Set,
+}
+
+fn key(i: usize) -> String {
+    format!("rs:lock:{i:06}")
+}
+
+const OWNER: &str = "6e1d2b3c-4d5e-4f60-8a7b-9c8d7e6f5a4b:1";
+
+fn command(op: Op, j: usize) -> redis::Cmd {
+    let mut c = redis::cmd(if op == Op::Set { "SET" } else { "EVALSHA" });
+    match op {
+        Op::Acquire => c.arg(sha(ACQUIRE)).arg(1).arg(key(j)).arg(LEASE).arg(OWNER),
+        Op::Unlock => {
+            let k = key(j);
+            c.arg(sha(UNLOCK))
+                .arg(3)
+                .arg(&k)
+                .arg(format!("redisson_lock__channel:{{{k}}}"))
+                .arg(format!("redisson_unlock_latch:{{{k}}}:{j:032x}"))
+                .arg(0)
+                .arg(LEASE)
+                .arg(OWNER)
+                .arg("PUBLISH")
+                .arg(16000)
+        }
+        Op::RenewBatch => {
+            c.arg(sha(RENEW_BATCH)).arg(BATCH);
+            for b in 0..BATCH {
+                c.arg(key(b));
+            }
+            c.arg(LEASE);
+            for _ in 0..BATCH {
+                c.arg(OWNER);
+            }
+            &mut c
+        }
+        Op::Set => c.arg(key(j)).arg("v"),
+    };
+    c
+}
+
+fn expected(op: Op, v: &Value) -> bool {
+    match op {
+        Op::Acquire => matches!(v, Value::Nil),
+        Op::Unlock => matches!(v, Value::Int(1)),
+        Op::RenewBatch => {
+            matches!(v, Value::Array(a) if a.len() == BATCH && a.iter().all(|x| *x == Value::Int(1)))
+        }
+        Op::Set => matches!(v, Value::Okay) || matches!(v, Value::SimpleString(s) if s == "OK"),
+    }
+}
+
+/// One pipelined phase of `n` calls (pipeline 32, packed in advance so the timed loop is only
+/// socket I/O); returns (calls/s, server µs per call).
+fn phase(con: &mut redis::Connection, op: Op, n: usize, stat: &str) -> (f64, f64) {
+    let depth = 32;
+    let mut batches: Vec<(Vec<u8>, usize)> = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let end = (i + depth).min(n);
+        let mut buf = Vec::new();
+        for j in i..end {
+            buf.extend_from_slice(&command(op, j).get_packed_command());
+        }
+        batches.push((buf, end - i));
+        i = end;
+    }
+    reset_stats(con);
+    let t0 = Instant::now();
+    for (buf, replies) in &batches {
+        con.send_packed_command(buf).expect("send");
+        for _ in 0..*replies {
+            let v = con.recv_response().expect("reply");
+            assert!(expected(op, &v), "unexpected reply in the redisson scenario: {v:?}");
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let (calls, usec) = cmdstat(con, stat);
+    (n as f64 / secs, if calls > 0 { usec as f64 / calls as f64 } else { f64::NAN })
+}
+
+fn script_phases(con: &mut redis::Connection, quick: bool, report: &mut Report) {
+    let n = if quick { 2_000 } else { 30_000 };
+    let renews = if quick { 200 } else { 3_000 };
+    let reps = if quick { 1 } else { 3 };
+    let mut samples: Vec<(&str, &str, f64, f64)> = Vec::new();
+    for _ in 0..reps {
+        for mode in ["lua", "native"] {
+            set_mode(con, mode);
+            let stat = if mode == "lua" { "evalsha" } else { "lock.redisson" };
+            let (a, au) = phase(con, Op::Acquire, n, stat);
+            let (u, uu) = phase(con, Op::Unlock, n, stat);
+            let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
+            for b in 0..BATCH {
+                let _: Value =
+                    redis::cmd("LOCK.ACQUIRE").arg(key(b)).arg(OWNER).arg(LEASE).query(con).expect("acquire");
+            }
+            let (r, ru) = phase(con, Op::RenewBatch, renews, stat);
+            let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
+            samples.push(("acquire", mode, a, au));
+            samples.push(("unlock (3.24+, latch)", mode, u, uu));
+            samples.push(("renew-batch (100 keys)", mode, r, ru));
+        }
+    }
+    for op in ["acquire", "unlock (3.24+, latch)", "renew-batch (100 keys)"] {
+        let med = |mode: &str, f: fn(&(&str, &str, f64, f64)) -> f64| {
+            median(samples.iter().filter(|s| s.0 == op && s.1 == mode).map(f).collect())
+        };
+        let rows: Vec<Row> = ["lua", "native"]
+            .iter()
+            .map(|m| Row {
+                op: op.into(),
+                mode: (*m).into(),
+                ops_per_sec: med(m, |s| s.2),
+                server_usec_per_call: med(m, |s| s.3),
+            })
+            .collect();
+        report.ratios.push(Ratio {
+            op: op.into(),
+            throughput: rows[1].ops_per_sec / rows[0].ops_per_sec,
+            server_usec: rows[1].server_usec_per_call / rows[0].server_usec_per_call,
+        });
+        report.rows.extend(rows);
+    }
+}
+
+fn set_phases(con: &mut redis::Connection, quick: bool, report: &mut Report) {
+    let n = if quick { 5_000 } else { 100_000 };
+    let reps = if quick { 1 } else { 5 };
+    let mut by_mode: Vec<(&str, Vec<f64>)> = vec![("lua", vec![]), ("native", vec![])];
+    for _ in 0..reps {
+        for (mode, v) in by_mode.iter_mut() {
+            set_mode(con, mode);
+            v.push(phase(con, Op::Set, n, "set").0);
+        }
+    }
+    let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
+    report.set_ops = by_mode
+        .into_iter()
+        .map(|(m, v)| (format!("filter {}", if m == "lua" { "off (lua)" } else { "on (native)" }), median(v)))
+        .collect();
+    report.set_diff_pct = (report.set_ops[1].1 / report.set_ops[0].1 - 1.0) * 100.0;
+}
+
+/// Instructions per `SET` inside `processCommand()` (where the filter runs, and the command in
+/// it), under callgrind, with the filter off and on; two server processes each (the hash seed
+/// differs per process, so two runs of one mode show the noise).
+fn set_instructions(redis_bin: &str, module: &Path, quick: bool) -> Vec<(String, f64)> {
+    let have =
+        Command::new("valgrind").arg("--version").stdout(Stdio::null()).status().is_ok_and(|s| s.success());
+    if !have {
+        eprintln!("[redisson] valgrind not found: no callgrind numbers");
+        return vec![];
+    }
+    let n = if quick { 2_000 } else { 20_000 };
+    let mut out = vec![];
+    for (run, mode) in ["lua", "native", "lua", "native"].into_iter().enumerate() {
+        let dir = std::env::temp_dir().join(format!("lock-bench-cg-{}-{run}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap_or(0);
+        let cg = dir.join("callgrind.out");
+        let mut child = Command::new("valgrind")
+            .arg("--tool=callgrind")
+            .arg("--toggle-collect=processCommand")
+            .arg(format!("--callgrind-out-file={}", cg.display()))
+            .arg(redis_bin)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .arg("--loadmodule")
+            .arg(module)
+            .args(["redisson-scripts", mode])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("valgrind");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut con = loop {
+            if let Ok(c) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+                .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
+            {
+                break c;
+            }
+            assert!(Instant::now() < deadline, "redis-server under callgrind did not start");
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let _ = phase(&mut con, Op::Set, n, "set");
+        let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").arg("NOSAVE").query(&mut con);
+        let _ = child.wait();
+        let text = std::fs::read_to_string(&cg).unwrap_or_default();
+        // `summary:`/`totals:` = instructions collected inside processCommand() over the whole
+        // run: the n SETs plus a few commands of the harness (INFO, CONFIG RESETSTAT), counted
+        // alike in both modes.
+        let total = text
+            .lines()
+            .find_map(|l| l.strip_prefix("totals:").or_else(|| l.strip_prefix("summary:")))
+            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+            .unwrap_or(f64::NAN);
+        out.push((
+            format!("filter {}", if mode == "lua" { "off (lua)" } else { "on (native)" }),
+            total / n as f64,
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    out
+}
+
+fn conn(port: u16) -> redis::Connection {
+    crate::connect(port)
+}
+
+fn fairness(port: u16, mode: &str, secs: u64) -> Fairness {
+    let mut con = conn(port);
+    set_mode(&mut con, mode);
+    let stop = Arc::new(AtomicBool::new(false));
+    let lock = "rs:fair";
+    let channel = "redisson_lock__channel:{rs:fair}";
+    let waits: Vec<_> = (0..4)
+        .map(|i| {
+            let st = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut c = conn(port);
+                let owner = format!("wait-{i}:1");
+                let mut grants = 0u64;
+                while !st.load(Ordering::Relaxed) {
+                    let r: Option<i64> = redis::cmd("LOCK.ACQUIRE")
+                        .arg(lock)
+                        .arg(&owner)
+                        .arg(LEASE)
+                        .arg("WAIT")
+                        .arg(200)
+                        .query(&mut c)
+                        .expect("acquire");
+                    if r.is_none() {
+                        grants += 1;
+                        std::thread::sleep(Duration::from_millis(1));
+                        let _: Option<i64> =
+                            redis::cmd("LOCK.RELEASE").arg(lock).arg(&owner).query(&mut c).expect("release");
+                    }
+                }
+                grants
+            })
+        })
+        .collect();
+    let scripts: Vec<_> = (0..4)
+        .map(|i| {
+            let st = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut c = conn(port);
+                let mut sub = conn(port);
+                let mut ps = sub.as_pubsub();
+                ps.subscribe(channel).expect("subscribe");
+                let owner = format!("6e1d2b3c-4d5e-4f60-8a7b-9c8d7e6f5a4{i}:1");
+                let mut grants = 0u64;
+                while !st.load(Ordering::Relaxed) {
+                    let r: Option<i64> = redis::cmd("EVALSHA")
+                        .arg(sha(ACQUIRE))
+                        .arg(1)
+                        .arg(lock)
+                        .arg(LEASE)
+                        .arg(&owner)
+                        .query(&mut c)
+                        .expect("acquire");
+                    match r {
+                        None => {
+                            grants += 1;
+                            std::thread::sleep(Duration::from_millis(1));
+                            let latch = format!("redisson_unlock_latch:{{{lock}}}:{grants:032x}");
+                            let _: Option<i64> = redis::cmd("EVALSHA")
+                                .arg(sha(UNLOCK))
+                                .arg(3)
+                                .arg(lock)
+                                .arg(channel)
+                                .arg(&latch)
+                                .arg(0)
+                                .arg(LEASE)
+                                .arg(&owner)
+                                .arg("PUBLISH")
+                                .arg(16000)
+                                .query(&mut c)
+                                .expect("unlock");
+                            let _: i64 = redis::cmd("DEL").arg(&latch).query(&mut c).expect("DEL latch");
+                        }
+                        Some(pttl) => {
+                            ps.set_read_timeout(Some(Duration::from_millis(pttl.clamp(1, 200) as u64)))
+                                .expect("timeout");
+                            let _ = ps.get_message();
+                        }
+                    }
+                }
+                grants
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(secs));
+    stop.store(true, Ordering::Relaxed);
+    let wait_grants: Vec<u64> = waits.into_iter().map(|t| t.join().unwrap_or(0)).collect();
+    let script_grants: Vec<u64> = scripts.into_iter().map(|t| t.join().unwrap_or(0)).collect();
+    let all: Vec<u64> = wait_grants.iter().chain(&script_grants).copied().collect();
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).expect("FLUSHALL");
+    Fairness { mode: mode.into(), jain: jain(&all), wait_grants, script_grants }
+}
+
+pub fn run(port: u16, redis_bin: &str, module: &Path, quick: bool) -> Report {
+    let mut con = conn(port);
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("lock.redisson-extra-scripts")
+        .arg(extra())
+        .query(&mut con)
+        .expect("extra scripts");
+    for body in [ACQUIRE, UNLOCK, RENEW_BATCH] {
+        let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut con).expect("SCRIPT LOAD");
+    }
+    let mut report = Report::default();
+    eprintln!("[redisson] EVALSHA in Lua vs native");
+    script_phases(&mut con, quick, &mut report);
+    eprintln!("[redisson] SET with the filter off and on");
+    set_phases(&mut con, quick, &mut report);
+    eprintln!("[redisson] callgrind: instructions per SET, filter off and on");
+    report.set_instructions = set_instructions(redis_bin, module, quick);
+    let secs = if quick { 1 } else { 4 };
+    for mode in ["lua", "native"] {
+        eprintln!("[redisson] fairness, 4 Redisson-style + 4 WAIT clients, {mode}");
+        report.fairness.push(fairness(port, mode, secs));
+    }
+    set_mode(&mut con, "lua");
+    report
+}
