@@ -209,10 +209,17 @@ fn same_reply(a: &R, b: &R) -> bool {
     }
 }
 
-fn differential(seed: u64, ops: usize) {
+fn differential(seed: u64, ops: usize, resp3: bool) {
     let lua = Server::start_opts(Opts::default().without_module());
     let native = Server::start_opts(native_opts());
     let (mut a, mut b) = (Conn::new(lua.port), Conn::new(native.port));
+    // Keyspace snapshots and INFO on RESP2 connections of their own.
+    let (mut ka, mut kb) = (Conn::new(lua.port), Conn::new(native.port));
+    if resp3 {
+        for c in [&mut a, &mut b] {
+            assert!(!cmd!(c, "HELLO", 3).is_err());
+        }
+    }
     load_all(&mut a);
     load_all(&mut b);
     let mut subs: Vec<(Sub, Sub, &str)> = vec![
@@ -242,10 +249,10 @@ fn differential(seed: u64, ops: usize) {
             show(&argv)
         );
         if i % 25 == 0 {
-            assert_same_keyspace(&mut a, &mut b, 100, &format!("seed {seed} op {i}"));
+            assert_same_keyspace(&mut ka, &mut kb, 100, &format!("seed {seed} op {i}"));
         }
     }
-    assert_same_keyspace(&mut a, &mut b, 100, &format!("seed {seed} end"));
+    assert_same_keyspace(&mut ka, &mut kb, 100, &format!("seed {seed} end"));
     for (sa, sb, pubcmd) in subs.iter_mut() {
         for ch in all_channels() {
             let (mut pa, mut pb) = (Conn::new(lua.port), Conn::new(native.port));
@@ -255,22 +262,27 @@ fn differential(seed: u64, ops: usize) {
         }
     }
     // The native paths were taken (a test that can fail), and the fallbacks too.
-    let native_runs = info_counts(&mut b, "_native");
+    let native_runs = info_counts(&mut kb, "_native");
     for s in own_scripts() {
         let k = s.kind.replace('-', "_");
         assert!(native_runs.get(&k).copied().unwrap_or(0) > 0, "seed {seed}: no native {k}: {native_runs:?}");
     }
-    assert!(info_counts(&mut b, "_lua").values().sum::<i64>() > 0, "no call was left to Lua");
+    assert!(info_counts(&mut kb, "_lua").values().sum::<i64>() > 0, "no call was left to Lua");
 }
 
 #[test]
 fn random_sequences_match_lua_exactly_seed_1() {
-    differential(1, 1500);
+    differential(1, 1500, false);
 }
 
 #[test]
 fn random_sequences_match_lua_exactly_seed_2() {
-    differential(2, 1500);
+    differential(2, 1500, false);
+}
+
+#[test]
+fn random_sequences_match_lua_exactly_resp3() {
+    differential(3, 1000, true);
 }
 
 #[test]
