@@ -131,6 +131,10 @@ def is_noscript(reply: Any) -> bool:
     )
 
 
+def uses_scripts(commands: list[Command]) -> bool:
+    return any(command[0] == "EVALSHA" for command in commands)
+
+
 def load_script_commands() -> list[Command]:
     return [("SCRIPT", "LOAD", body) for body in _scripts.ALL]
 

@@ -45,6 +45,7 @@ from ._core import (
     redlock_validity,
     renew_commands,
     renew_results,
+    uses_scripts,
 )
 from ._errors import NotOwnedError
 
@@ -61,6 +62,10 @@ def _is_cluster(client: Any) -> bool:
 
 def _slot(key: str) -> int:
     return int(key_slot(key.encode()))
+
+
+def _one_slot(key: str) -> int:
+    return 0  # outside a cluster one script renews every key
 
 
 def _get_connection(pool: Any) -> Any:
@@ -135,6 +140,7 @@ class _Engine:
         self._mode: Optional[str] = None if mode == "auto" else mode
         self._mutex = threading.Lock()
         self._watchdog: Optional[_Watchdog] = None
+        self._scripts_loaded: set[int] = set()
         self.closed = False
 
     # -- routing --------------------------------------------------------------------------
@@ -167,8 +173,12 @@ class _Engine:
         raise AssertionError("unreachable")
 
     def run_on(self, client: Any, commands: list[Command], extra: float = 0.0) -> list[Any]:
+        if id(client) not in self._scripts_loaded and uses_scripts(commands):
+            # Loaded up front, so a first EVALSHA never fails after a pipelined WAIT ran.
+            _execute(client, load_script_commands(), 0.0)
+            self._scripts_loaded.add(id(client))
         replies = _execute(client, commands, extra)
-        if any(is_noscript(r) for r in replies):
+        if any(is_noscript(r) for r in replies):  # SCRIPT FLUSH, restart, failover
             _execute(client, load_script_commands(), 0.0)
             replies = _execute(client, commands, extra)
         return replies
@@ -241,7 +251,7 @@ class _Engine:
             client = self.node(hold.key)
             by_node.setdefault(id(client), (client, []))[1].append(hold)
         for client, group in by_node.values():
-            batch = renew_commands(self.mode(group[0].key), group, self.lease_ms, _slot)
+            batch = renew_commands(self.mode(group[0].key), group, self.lease_ms, _slot if self.cluster else _one_slot)
             try:
                 replies = self.run_on(client, [command for command, _ in batch])
             except Exception:

@@ -51,9 +51,10 @@ from .._core import (
     redlock_validity,
     renew_commands,
     renew_results,
+    uses_scripts,
 )
 from .._errors import LockError, NotOwnedError, ReplicaSyncError
-from ..client import MAX_REDIRECTS, SUBSCRIBE_TIMEOUT, _is_cluster, _slot
+from ..client import MAX_REDIRECTS, SUBSCRIBE_TIMEOUT, _is_cluster, _one_slot, _slot
 from ..client import _execute as _execute_blocking
 
 log = logging.getLogger("redislock")
@@ -118,6 +119,7 @@ class _Engine:
         self.mode_now: Optional[str] = None if mode == "auto" else mode
         self._nodes: dict[str, Any] = {}
         self._watchdog: Optional[asyncio.Task[None]] = None
+        self._scripts_loaded: set[int] = set()
         self.closed = False
 
     async def node(self, key: Optional[str]) -> Any:
@@ -164,6 +166,9 @@ class _Engine:
         raise AssertionError("unreachable")
 
     async def run_on(self, client: Any, commands: list[Command], extra: float = 0.0) -> list[Any]:
+        if id(client) not in self._scripts_loaded and uses_scripts(commands):
+            await _execute(client, load_script_commands(), 0.0)
+            self._scripts_loaded.add(id(client))
         replies = await _execute(client, commands, extra)
         if any(is_noscript(r) for r in replies):
             await _execute(client, load_script_commands(), 0.0)
@@ -242,7 +247,7 @@ class _Engine:
             client = await self.node(hold.key)
             by_node.setdefault(id(client), (client, []))[1].append(hold)
         for client, group in by_node.values():
-            batch = renew_commands(await self.mode(group[0].key), group, self.lease_ms, _slot)
+            batch = renew_commands(await self.mode(group[0].key), group, self.lease_ms, _slot if self.cluster else _one_slot)
             try:
                 replies = await self.run_on(client, [command for command, _ in batch])
             except Exception:
