@@ -161,3 +161,12 @@ def wait_until(predicate: Any, timeout: float = 5.0, interval: float = 0.01) -> 
 
 def lua_script(name: str) -> str:
     return (LUA_DIR / f"{name}.lua").read_text()
+
+
+def lock_info(r: redis.Redis, key: str) -> dict[str, Any]:
+    """LOCK.INFO as a dict with str keys (RESP2 flat array or RESP3 map)."""
+    reply = r.execute_command("LOCK.INFO", key)
+    if reply is None:
+        return {}
+    items = dict(zip(reply[::2], reply[1::2])) if isinstance(reply, list) else reply
+    return {k.decode() if isinstance(k, bytes) else k: v for k, v in items.items()}

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import pytest
 import redis
-from conftest import Server, wait_until
+from conftest import Server, lock_info, wait_until
 
 import redislock
 
@@ -105,21 +105,13 @@ def test_waiter_gets_lock_on_release(locks: redislock.LockClient, server: Server
     waiter = threading.Thread(target=lambda: result.append(locks.lock("hand", owner="waiter").acquire(timeout=10)))
     waiter.start()
     if server.module:  # waiting server-side in the lock's FIFO queue, no polling
-        assert wait_until(lambda: _info(r, "hand").get("waiters") == 1)
+        assert wait_until(lambda: lock_info(r, "hand").get("waiters") == 1)
     else:  # waiting Redisson's way, subscribed to the release channel
         assert wait_until(lambda: r.pubsub_numsub("redisson_lock__channel:{hand}")[0][1] == 1)
     holder.release()
     waiter.join(timeout=10)
     assert result == [True]
     assert r.hgetall("hand") == {b"waiter": b"1"}
-
-
-def _info(r: redis.Redis, key: str) -> dict[str, object]:
-    reply = r.execute_command("LOCK.INFO", key)
-    if reply is None:
-        return {}
-    items = dict(zip(reply[::2], reply[1::2])) if isinstance(reply, list) else reply
-    return {k.decode() if isinstance(k, bytes) else k: v for k, v in items.items()}
 
 
 def test_module_fifo_order(module_server: Server) -> None:
@@ -142,7 +134,7 @@ def test_module_fifo_order(module_server: Server) -> None:
 
             threads.append(threading.Thread(target=run))
             threads[-1].start()
-            assert wait_until(lambda i=i: _info(r, "fifo").get("waiters") == i + 1)
+            assert wait_until(lambda i=i: lock_info(r, "fifo").get("waiters") == i + 1)
         holder.release()
         for t in threads:
             t.join(timeout=10)
