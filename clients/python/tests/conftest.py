@@ -48,8 +48,22 @@ class Server:
     def _start(self) -> None:
         for _ in range(10):  # another process may take the port between probe and bind
             self.port = self.port or free_port()
-            command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                       "--appendonly", "no", "--dir", self.dir, "--daemonize", "no", *self.args]
+            command = [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.dir,
+                "--daemonize",
+                "no",
+                *self.args,
+            ]
             if self.module:
                 command += ["--loadmodule", str(MODULE_PATH)]
             log = open(os.path.join(self.dir, "server.log"), "ab")  # noqa: SIM115

@@ -23,11 +23,22 @@ def cluster() -> Iterator[list[Server]]:
     nodes: list[Server] = []
     try:
         for _ in range(3):
-            nodes.append(Server(True, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                                "--cluster-node-timeout", "5000"))
+            nodes.append(
+                Server(
+                    True,
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "5000",
+                )
+            )
         subprocess.run(
             ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{n.port}" for n in nodes), "--cluster-yes"],
-            check=True, capture_output=True, timeout=60,
+            check=True,
+            capture_output=True,
+            timeout=60,
         )
         for n in nodes:
             with n.client() as r:

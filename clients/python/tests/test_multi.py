@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import pytest
 import redis
 import redis.asyncio
+from conftest import Server, lock_info, wait_until
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
-from conftest import Server, lock_info, wait_until
 
 import redislock
 import redislock.asyncio as ral

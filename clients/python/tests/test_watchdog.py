@@ -109,7 +109,7 @@ def test_connection_errors_retried_next_tick(server: Server) -> None:
     lost = threading.Event()
     locks = redislock.LockClient(r, lease=2.4)  # renewed every 0.8 s
     try:
-        lock = locks.lock("flaky", on_lost=lambda: lost.set())
+        lock = locks.lock("flaky", on_lost=lost.set)
         assert lock.acquire()
         server.pause()  # renewals time out for a while
         try:

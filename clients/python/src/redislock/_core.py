@@ -12,8 +12,9 @@ import math
 import threading
 import time
 import weakref
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, NamedTuple, Optional, Union
+from typing import Any, Callable, NamedTuple, Union
 
 from . import _scripts
 from ._errors import NotOwnedError, ReplicaSyncError
@@ -45,7 +46,7 @@ def check_name(name: object) -> str:
     return name
 
 
-def check_owner(owner: object) -> Optional[str]:
+def check_owner(owner: object) -> str | None:
     if owner is None:
         return None
     if not isinstance(owner, str):
@@ -71,7 +72,7 @@ def lease_ms(lease: object, what: str = "lease") -> int:
     return max(1, round(seconds * 1000))
 
 
-def check_timeout(timeout: object) -> Optional[float]:
+def check_timeout(timeout: object) -> float | None:
     if timeout is None:
         return None
     seconds = _number(timeout, "timeout")
@@ -169,7 +170,7 @@ Request = Union[Run, Listen, Await]
 
 class Acquired(NamedTuple):
     acquired: bool
-    token: Optional[int] = None
+    token: int | None = None
     pttl: int = -1
 
 
@@ -197,7 +198,7 @@ class Target:
         # Redisson 3.22+ publishes sharded in a cluster; the module's "auto" publish mode agrees.
         return "SPUBLISH" if self.cluster else "PUBLISH"
 
-    def acquire(self, owner: str, lease: int, fenced: bool, wait_ms: Optional[int]) -> Command:
+    def acquire(self, owner: str, lease: int, fenced: bool, wait_ms: int | None) -> Command:
         if self.mode == MODULE:
             command: list[Any] = ["LOCK.ACQUIRE", self.key, owner, lease]
             if wait_ms is not None:
@@ -213,9 +214,7 @@ class Target:
         """One hold less; ``rearm_ms`` > 0 resets the lease while holds remain, 0 keeps it."""
         if self.mode == MODULE:
             return ("LOCK.RELEASE", self.key, owner, rearm_ms) if rearm_ms else ("LOCK.RELEASE", self.key, owner)
-        return evalsha(
-            _scripts.UNLOCK, [self.key, self.channel], [UNLOCK_MESSAGE, rearm_ms, owner, self.publish]
-        )
+        return evalsha(_scripts.UNLOCK, [self.key, self.channel], [UNLOCK_MESSAGE, rearm_ms, owner, self.publish])
 
     def force_release(self) -> Command:
         if self.mode == MODULE:
@@ -252,15 +251,15 @@ class AcquirePlan:
     sync_replicas: int
     sync_timeout_ms: int
     blocking: bool
-    timeout: Optional[float]
+    timeout: float | None
 
-    def _commands(self, wait_ms: Optional[int]) -> list[Command]:
+    def _commands(self, wait_ms: int | None) -> list[Command]:
         commands = [self.target.acquire(self.owner, self.lease_ms, self.fenced, wait_ms)]
         if self.sync_replicas:
             commands.append(("WAIT", self.sync_replicas, self.sync_timeout_ms))
         return commands
 
-    def _attempt(self, wait_ms: Optional[int], extra: float) -> Generator[Request, Any, Acquired]:
+    def _attempt(self, wait_ms: int | None, extra: float) -> Generator[Request, Any, Acquired]:
         replies = yield Run(self.target.key, self._commands(wait_ms), extra)
         got = parse_acquire(raise_error(replies[0]), self.fenced)
         if got.acquired and self.sync_replicas:
@@ -323,7 +322,7 @@ def renew_commands(
     ]
 
 
-def renew_results(reply: Any, group: list[Hold]) -> list[tuple[Hold, Optional[bool]]]:
+def renew_results(reply: Any, group: list[Hold]) -> list[tuple[Hold, bool | None]]:
     """Per hold: True renewed, False lost, None unknown (an error: try again next tick)."""
     if is_error(reply):
         lost = str(reply).startswith("WRONGTYPE")
@@ -347,9 +346,7 @@ class Hold:
 
     __slots__ = ("closing", "count", "key", "lock_ref", "lost", "on_lost", "owner", "token", "watch")
 
-    def __init__(
-        self, key: str, owner: str, watch: bool, token: Optional[int], on_lost: Any, lock: Any
-    ) -> None:
+    def __init__(self, key: str, owner: str, watch: bool, token: int | None, on_lost: Any, lock: Any) -> None:
         self.key = key
         self.owner = owner
         self.count = 1
@@ -376,13 +373,11 @@ class Registry:
         self._mutex = threading.Lock()
         self._holds: dict[tuple[str, str], Hold] = {}
 
-    def get(self, key: str, owner: str) -> Optional[Hold]:
+    def get(self, key: str, owner: str) -> Hold | None:
         with self._mutex:
             return self._holds.get((key, owner))
 
-    def acquired(
-        self, key: str, owner: str, watch: bool, token: Optional[int], on_lost: Any, lock: Any
-    ) -> bool:
+    def acquired(self, key: str, owner: str, watch: bool, token: int | None, on_lost: Any, lock: Any) -> bool:
         """Record one more hold; return whether the watchdog must keep it."""
         with self._mutex:
             hold = self._holds.get((key, owner))
@@ -396,7 +391,7 @@ class Registry:
                     hold.token = token
             return hold.watch
 
-    def begin_release(self, key: str, owner: str) -> Optional[Hold]:
+    def begin_release(self, key: str, owner: str) -> Hold | None:
         """Before a release: a lost hold raises NotOwnedError; the last one stops its renewal."""
         with self._mutex:
             hold = self._holds.get((key, owner))
@@ -409,7 +404,7 @@ class Registry:
                 hold.closing = True
             return hold
 
-    def end_release(self, hold: Optional[Hold], still_held: bool) -> None:
+    def end_release(self, hold: Hold | None, still_held: bool) -> None:
         with self._mutex:
             if hold is None or self._holds.get((hold.key, hold.owner)) is not hold:
                 return
@@ -447,7 +442,7 @@ def redlock_validity(lease_s: float, elapsed_s: float) -> float:
     return lease_s - elapsed_s - (0.01 * lease_s + 0.002)
 
 
-def attempt_wait(remaining: Optional[float], count: int, majority: bool) -> float:
+def attempt_wait(remaining: float | None, count: int, majority: bool) -> float:
     """How long each component may wait in one attempt of a MultiLock / RedLock.
 
     As Redisson: a MultiLock attempt may take count x 1.5 s, a RedLock component gets its share

@@ -9,8 +9,9 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Generator, Optional, Sequence
+from typing import Any, Callable
 
 from redis.crc import key_slot
 from redis.exceptions import ResponseError
@@ -137,21 +138,21 @@ class _Engine:
         self.cluster = _is_cluster(redis)
         self.lease_ms = lease
         self.registry = Registry()
-        self._mode: Optional[str] = None if mode == "auto" else mode
+        self._mode: str | None = None if mode == "auto" else mode
         self._mutex = threading.Lock()
-        self._watchdog: Optional[_Watchdog] = None
+        self._watchdog: _Watchdog | None = None
         self._scripts_loaded: set[int] = set()
         self.closed = False
 
     # -- routing --------------------------------------------------------------------------
-    def node(self, key: Optional[str]) -> Any:
+    def node(self, key: str | None) -> Any:
         """The plain client of the node serving ``key`` (the client itself outside a cluster)."""
         if not self.cluster:
             return self.redis
         node = self.redis.get_node_from_key(key) if key is not None else self.redis.get_default_node()
         return self.redis.get_redis_connection(node)
 
-    def mode(self, key: Optional[str] = None) -> str:
+    def mode(self, key: str | None = None) -> str:
         if self._mode is None:
             reply = _execute(self.node(key), [("COMMAND", "INFO", "lock.acquire")], 0.0)[0]
             with self._mutex:
@@ -212,8 +213,10 @@ class _Engine:
     def _subscribe(self, request: Listen) -> Any:
         pubsub = self.node(request.key).pubsub()
         try:
-            if self.cluster:
+            if self.cluster and hasattr(pubsub, "ssubscribe"):
                 pubsub.ssubscribe(request.channel)
+            elif self.cluster:  # redis-py without sharded pub/sub in this client
+                pubsub.execute_command("SSUBSCRIBE", request.channel)
             else:
                 pubsub.subscribe(request.channel)
             deadline = time.monotonic() + SUBSCRIBE_TIMEOUT
@@ -230,7 +233,7 @@ class _Engine:
     def _next_message(pubsub: Any, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
-            message = pubsub.get_message(ignore_subscribe_messages=True, timeout=left)
+            message = pubsub.get_message(timeout=left)
             if message is not None and message["type"] in ("message", "smessage"):
                 return True
         return False
@@ -299,11 +302,11 @@ class LockClient:
     def lock(
         self,
         name: str,
-        owner: Optional[str] = None,
+        owner: str | None = None,
         fenced: bool = False,
         sync_replicas: int = 0,
         sync_timeout: float = 1.0,
-        on_lost: Optional[OnLost] = None,
+        on_lost: OnLost | None = None,
     ) -> Lock:
         """A lock object for ``name`` (nothing is sent until it is used)."""
         return Lock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost)
@@ -332,11 +335,11 @@ class Lock:
         self,
         client: LockClient,
         name: str,
-        owner: Optional[str] = None,
+        owner: str | None = None,
         fenced: bool = False,
         sync_replicas: int = 0,
         sync_timeout: float = 1.0,
-        on_lost: Optional[OnLost] = None,
+        on_lost: OnLost | None = None,
     ) -> None:
         self.name = check_name(name)
         self._pinned = check_owner(owner)
@@ -354,7 +357,7 @@ class Lock:
     def _engine(self) -> _Engine:
         return self.client._engine
 
-    def acquire(self, blocking: bool = True, timeout: Optional[float] = None, lease: Optional[float] = None) -> bool:
+    def acquire(self, blocking: bool = True, timeout: float | None = None, lease: float | None = None) -> bool:
         """Take the lock; True when held, False when ``timeout`` (seconds) ran out.
 
         ``blocking=False``: one attempt. ``lease=None``: ``client.lease``, renewed by the watchdog
@@ -362,7 +365,7 @@ class Lock:
         """
         return self._acquire_as(self.owner, blocking, timeout, lease)
 
-    def _acquire_as(self, owner: str, blocking: bool, timeout: Optional[float], lease: Optional[float]) -> bool:
+    def _acquire_as(self, owner: str, blocking: bool, timeout: float | None, lease: float | None) -> bool:
         wait = check_timeout(timeout)
         engine = self._engine
         hold_ms = engine.lease_ms if lease is None else lease_ms(lease)
@@ -406,7 +409,7 @@ class Lock:
         count = self._engine.call(self.name, "HGET", self.name, self.owner)
         return 0 if count is None else int(count)
 
-    def ttl(self) -> Optional[float]:
+    def ttl(self) -> float | None:
         """Seconds left on the lease, None when nobody holds the lock (PTTL; inf: no TTL)."""
         pttl = int(self._engine.call(self.name, "PTTL", self.name))
         if pttl == -2:
@@ -420,7 +423,7 @@ class Lock:
         return bool(int(engine.call(self.name, *engine.target(self.name).force_release())))
 
     @property
-    def token(self) -> Optional[int]:
+    def token(self) -> int | None:
         """The fencing token of this owner's current hold (``fenced=True``), else None."""
         hold = self._engine.registry.get(self.name, self.owner)
         return hold.token if hold is not None and not hold.lost else None
@@ -449,14 +452,14 @@ class MultiLock:
         if not locks:
             raise ValueError("a MultiLock needs at least one lock")
         self.locks = list(locks)
-        self.validity: Optional[float] = None
+        self.validity: float | None = None
         self._held: dict[tuple[str, ...], list[list[int]]] = {}
         self._mutex = threading.Lock()
 
     def _owners(self) -> tuple[str, ...]:
         return tuple(lock.owner for lock in self.locks)
 
-    def acquire(self, blocking: bool = True, timeout: Optional[float] = None, lease: Optional[float] = None) -> bool:
+    def acquire(self, blocking: bool = True, timeout: float | None = None, lease: float | None = None) -> bool:
         wait = check_timeout(timeout)
         lease_s = self.locks[0].client.lease if lease is None else lease_ms(lease) / 1000
         owners = self._owners()

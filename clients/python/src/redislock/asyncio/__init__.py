@@ -15,7 +15,8 @@ import random
 import time
 import uuid
 import weakref
-from typing import Any, Callable, Generator, Optional, Sequence
+from collections.abc import Generator, Sequence
+from typing import Any, Callable
 
 import redis
 import redis.asyncio
@@ -90,7 +91,7 @@ async def _execute(client: Any, commands: list[Command], extra: float) -> list[A
     conn = await _get_connection(pool)
     try:
         await conn.send_packed_command(conn.pack_commands(commands))
-        timeout: Optional[float] = None
+        timeout: float | None = None
         if extra:
             base = conn.socket_timeout
             timeout = NO_LIMIT if base is None or math.isinf(extra) else base + extra
@@ -116,13 +117,13 @@ class _Engine:
         self.cluster = _is_cluster(redis_client)
         self.lease_ms = lease
         self.registry = Registry()
-        self.mode_now: Optional[str] = None if mode == "auto" else mode
+        self.mode_now: str | None = None if mode == "auto" else mode
         self._nodes: dict[str, Any] = {}
-        self._watchdog: Optional[asyncio.Task[None]] = None
+        self._watchdog: asyncio.Task[None] | None = None
         self._scripts_loaded: set[int] = set()
         self.closed = False
 
-    async def node(self, key: Optional[str]) -> Any:
+    async def node(self, key: str | None) -> Any:
         """A plain asyncio client of the node serving ``key`` (the client itself outside a cluster)."""
         if not self.cluster:
             return self.redis
@@ -134,7 +135,7 @@ class _Engine:
             client = self._nodes[node.name] = redis.asyncio.Redis(connection_pool=pool)
         return client
 
-    async def mode(self, key: Optional[str] = None) -> str:
+    async def mode(self, key: str | None = None) -> str:
         if self.mode_now is None:
             reply = (await _execute(await self.node(key), [("COMMAND", "INFO", "lock.acquire")], 0.0))[0]
             self.mode_now = MODULE if module_loaded(raise_error(reply)) else LUA
@@ -203,8 +204,10 @@ class _Engine:
     async def _subscribe(self, request: Listen) -> Any:
         pubsub = (await self.node(request.key)).pubsub()
         try:
-            if self.cluster:
+            if self.cluster and hasattr(pubsub, "ssubscribe"):
                 await pubsub.ssubscribe(request.channel)
+            elif self.cluster:  # redis-py without sharded pub/sub in this client
+                await pubsub.execute_command("SSUBSCRIBE", request.channel)
             else:
                 await pubsub.subscribe(request.channel)
             deadline = time.monotonic() + SUBSCRIBE_TIMEOUT
@@ -221,7 +224,7 @@ class _Engine:
     async def _next_message(pubsub: Any, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
-            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=left)
+            message = await pubsub.get_message(timeout=left)
             if message is not None and message["type"] in ("message", "smessage"):
                 return True
         return False
@@ -247,7 +250,9 @@ class _Engine:
             client = await self.node(hold.key)
             by_node.setdefault(id(client), (client, []))[1].append(hold)
         for client, group in by_node.values():
-            batch = renew_commands(await self.mode(group[0].key), group, self.lease_ms, _slot if self.cluster else _one_slot)
+            batch = renew_commands(
+                await self.mode(group[0].key), group, self.lease_ms, _slot if self.cluster else _one_slot
+            )
             try:
                 replies = await self.run_on(client, [command for command, _ in batch])
             except Exception:
@@ -311,11 +316,11 @@ class LockClient:
     def lock(
         self,
         name: str,
-        owner: Optional[str] = None,
+        owner: str | None = None,
         fenced: bool = False,
         sync_replicas: int = 0,
         sync_timeout: float = 1.0,
-        on_lost: Optional[OnLost] = None,
+        on_lost: OnLost | None = None,
     ) -> Lock:
         return Lock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost)
 
@@ -343,11 +348,11 @@ class Lock:
         self,
         client: LockClient,
         name: str,
-        owner: Optional[str] = None,
+        owner: str | None = None,
         fenced: bool = False,
         sync_replicas: int = 0,
         sync_timeout: float = 1.0,
-        on_lost: Optional[OnLost] = None,
+        on_lost: OnLost | None = None,
     ) -> None:
         self.name = check_name(name)
         self._pinned = check_owner(owner)
@@ -364,14 +369,10 @@ class Lock:
     def _engine(self) -> _Engine:
         return self.client._engine
 
-    async def acquire(
-        self, blocking: bool = True, timeout: Optional[float] = None, lease: Optional[float] = None
-    ) -> bool:
+    async def acquire(self, blocking: bool = True, timeout: float | None = None, lease: float | None = None) -> bool:
         return await self._acquire_as(self.owner, blocking, timeout, lease)
 
-    async def _acquire_as(
-        self, owner: str, blocking: bool, timeout: Optional[float], lease: Optional[float]
-    ) -> bool:
+    async def _acquire_as(self, owner: str, blocking: bool, timeout: float | None, lease: float | None) -> bool:
         wait = check_timeout(timeout)
         engine = self._engine
         hold_ms = engine.lease_ms if lease is None else lease_ms(lease)
@@ -411,7 +412,7 @@ class Lock:
         count = await self._engine.call(self.name, "HGET", self.name, self.owner)
         return 0 if count is None else int(count)
 
-    async def ttl(self) -> Optional[float]:
+    async def ttl(self) -> float | None:
         pttl = int(await self._engine.call(self.name, "PTTL", self.name))
         if pttl == -2:
             return None
@@ -424,7 +425,7 @@ class Lock:
         return bool(int(await engine.call(self.name, *command)))
 
     @property
-    def token(self) -> Optional[int]:
+    def token(self) -> int | None:
         hold = self._engine.registry.get(self.name, self.owner)
         return hold.token if hold is not None and not hold.lost else None
 
@@ -448,15 +449,13 @@ class MultiLock:
         if not locks:
             raise ValueError("a MultiLock needs at least one lock")
         self.locks = list(locks)
-        self.validity: Optional[float] = None
+        self.validity: float | None = None
         self._held: dict[tuple[str, ...], list[list[int]]] = {}
 
     def _owners(self) -> tuple[str, ...]:
         return tuple(lock.owner for lock in self.locks)
 
-    async def acquire(
-        self, blocking: bool = True, timeout: Optional[float] = None, lease: Optional[float] = None
-    ) -> bool:
+    async def acquire(self, blocking: bool = True, timeout: float | None = None, lease: float | None = None) -> bool:
         wait = check_timeout(timeout)
         lease_s = self.locks[0].client.lease if lease is None else lease_ms(lease) / 1000
         owners = self._owners()
