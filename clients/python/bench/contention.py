@@ -15,6 +15,7 @@ stdout and to ``--out``.
 from __future__ import annotations
 
 import argparse
+import math
 import multiprocessing
 import os
 import statistics
@@ -29,7 +30,7 @@ import redislock
 from redislock import _scripts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from servers import Server  # noqa: E402
+from servers import Server
 
 CRITICAL_SECTION = 0.001
 KINDS = ("module", "lua", "redis-py Lock")
@@ -47,10 +48,7 @@ def contend(kind: str, port: int, start: Any, deadline: float, results: Any) -> 
     start.wait()
     while (left := deadline - time.monotonic()) > 0:
         asked = time.monotonic()
-        if kind == "redis-py Lock":
-            got = lock.acquire(blocking_timeout=left)
-        else:
-            got = lock.acquire(timeout=left)
+        got = lock.acquire(blocking_timeout=left) if kind == "redis-py Lock" else lock.acquire(timeout=left)
         granted = time.monotonic()
         if not got:
             break
@@ -81,8 +79,10 @@ def run_contention(kind: str, port: int, processes: int, seconds: float) -> dict
     start.set()
     grants: list[tuple[float, int]] = []
     waits: list[float] = []
+    per_process: list[int] = []
     for _ in workers:
         pid, samples = results.get(timeout=seconds + 60)
+        per_process.append(len(samples))
         grants += [(granted, pid) for _, granted in samples]
         waits += [granted - asked for asked, granted in samples]
     for w in workers:
@@ -95,16 +95,27 @@ def run_contention(kind: str, port: int, processes: int, seconds: float) -> dict
         "handoffs": handoffs / elapsed,
         "p50": percentile(waits, 0.50) * 1000,
         "p99": percentile(waits, 0.99) * 1000,
+        "fairness": sum(per_process) ** 2 / (len(per_process) * sum(x * x for x in per_process) or 1),
     }
 
 
 def per_call(fn: Any, rounds: int) -> float:
-    for _ in range(rounds // 10):
-        fn()
     started = time.perf_counter()
     for _ in range(rounds):
         fn()
     return (time.perf_counter() - started) / rounds * 1e6
+
+
+def interleaved(fns: list[Any], rounds: int, repeats: int = 7) -> list[float]:
+    """µs per call of each function: the median of ``repeats`` alternating runs (the machine is
+    shared, so alternating keeps slow moments from landing on one side only)."""
+    for fn in fns:
+        per_call(fn, rounds // 10)
+    runs: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            runs[i].append(per_call(fn, rounds // repeats))
+    return [statistics.median(r) for r in runs]
 
 
 def run_overhead(module_port: int, plain_port: int, rounds: int) -> list[tuple[str, float, float]]:
@@ -137,10 +148,13 @@ def run_overhead(module_port: int, plain_port: int, rounds: int) -> list[tuple[s
         redis_py.acquire()
         redis_py.release()
 
+    raw_m, lib_m, raw_l, lib_l, plain = interleaved(
+        [raw_module, client(mlock), raw_lua, client(llock), redis_py_lock], rounds
+    )
     rows = [
-        ("module mode", per_call(raw_module, rounds), per_call(client(mlock), rounds)),
-        ("lua mode", per_call(raw_lua, rounds), per_call(client(llock), rounds)),
-        ("redis-py Lock (SET NX PX + Lua release)", float("nan"), per_call(redis_py_lock, rounds)),
+        ("module mode", raw_m, lib_m),
+        ("lua mode", raw_l, lib_l),
+        ("redis-py Lock (SET NX PX + Lua release)", float("nan"), plain),
     ]
     module_client.close()
     lua_client.close()
@@ -165,8 +179,8 @@ def main() -> None:
             f" (server and clients share them); {args.seconds:g} s per run, {CRITICAL_SECTION * 1000:g} ms"
             " critical section.",
             "",
-            "| N processes | strategy | acquisitions/s | handoffs/s | wait p50 (ms) | wait p99 (ms) |",
-            "|---:|---|---:|---:|---:|---:|",
+            "| N processes | strategy | acquisitions/s | handoffs/s | wait p50 (ms) | wait p99 (ms) | fairness |",
+            "|---:|---|---:|---:|---:|---:|---:|",
         ]
         for n in (int(x) for x in args.processes.split(",")):
             for kind in KINDS:
@@ -176,19 +190,23 @@ def main() -> None:
                 label = {"module": "redislock, module (WAIT)", "lua": "redislock, lua (pub/sub)"}.get(kind, kind)
                 lines.append(
                     f"| {n} | {label} | {m['acquisitions']:,.0f} | {m['handoffs']:,.0f} "
-                    f"| {m['p50']:.2f} | {m['p99']:.2f} |"
+                    f"| {m['p50']:.2f} | {m['p99']:.2f} | {m['fairness']:.2f} |"
                 )
                 print(lines[-1], file=sys.stderr, flush=True)
         lines += [
             "",
-            "Uncontended acquire + release, one connection, per pair (µs):",
+            "handoffs/s: grants to another process than the previous holder; fairness: Jain's index of"
+            " the acquisitions per process (1 = equal shares). Waits still open when a run ends are not"
+            " counted.",
+            "",
+            "Uncontended acquire + release, one connection, per pair (µs, median of 7 alternating runs):",
             "",
             "| mode | raw commands | redislock | client overhead |",
             "|---|---:|---:|---:|",
         ]
         for label, raw, lib in run_overhead(module_server.port, plain_server.port, args.rounds):
-            raw_text = "—" if raw != raw else f"{raw:.0f}"
-            overhead = "—" if raw != raw else f"{lib - raw:+.0f} ({lib / raw:.2f}x)"
+            raw_text = "—" if math.isnan(raw) else f"{raw:.0f}"
+            overhead = "—" if math.isnan(raw) else f"{lib - raw:+.0f} ({lib / raw:.2f}x)"
             lines.append(f"| {label} | {raw_text} | {lib:.0f} | {overhead} |")
         text = "\n".join(lines) + "\n"
         print(text)
