@@ -1,0 +1,14 @@
+"""redislock: Redisson-compatible distributed locks for redis-py.
+
+With the redis-lock module it uses native LOCK.* commands and server-side FIFO waiting; without
+it, Lua scripts and pub/sub on Redisson's data layout. See ``clients/python/README.md``.
+"""
+
+from __future__ import annotations
+
+from ._errors import LockError, NotOwnedError, ReplicaSyncError
+from .client import Lock, LockClient, MultiLock, RedLock
+
+__version__ = "0.1.0"
+
+__all__ = ["Lock", "LockClient", "LockError", "MultiLock", "NotOwnedError", "RedLock", "ReplicaSyncError"]

@@ -1,0 +1,455 @@
+"""The I/O-free part of redislock, shared by the blocking and the asyncio clients.
+
+Names, argument checks, the commands of both modes, reply parsing, the acquire algorithm (a
+generator that yields requests for the client to run: commands, a subscription, a wait for a
+message) and the book of holds the watchdog renews.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import threading
+import time
+import weakref
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple, Union
+
+from . import _scripts
+from ._errors import NotOwnedError, ReplicaSyncError
+
+MODULE = "module"
+LUA = "lua"
+MODES = ("auto", MODULE, LUA)
+CHANNEL_PREFIX = "redisson_lock__channel"
+TOKEN_PREFIX = "redisson_lock_token"
+UNLOCK_MESSAGE = "0"
+# Longest wait for a release message before trying again when the holder's lock has no TTL.
+IDLE_RECHECK = 5.0
+# Added to the read timeout of a blocking LOCK.ACQUIRE ... WAIT beyond the wait itself.
+WAIT_MARGIN = 2.0
+
+Command = tuple[Any, ...]
+
+
+def derived_name(prefix: str, name: str) -> str:
+    """Redisson's ``prefixName``: ``prefix:{name}``, or ``prefix:name`` when name has a ``{``."""
+    return f"{prefix}:{name}" if "{" in name else f"{prefix}:{{{name}}}"
+
+
+def check_name(name: object) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"lock name must be a str, not {type(name).__name__}")
+    if not name:
+        raise ValueError("lock name must not be empty")
+    return name
+
+
+def check_owner(owner: object) -> str | None:
+    if owner is None:
+        return None
+    if not isinstance(owner, str):
+        raise TypeError(f"owner must be a str, not {type(owner).__name__}")
+    if not owner:
+        raise ValueError("owner must not be empty")
+    return owner
+
+
+def _number(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__}")
+    if math.isnan(value):
+        raise ValueError(f"{what} must not be NaN")
+    return float(value)
+
+
+def lease_ms(lease: object, what: str = "lease") -> int:
+    """Seconds (> 0, finite) to whole milliseconds, at least 1."""
+    seconds = _number(lease, what)
+    if seconds <= 0 or math.isinf(seconds):
+        raise ValueError(f"{what} must be a positive, finite number of seconds")
+    return max(1, round(seconds * 1000))
+
+
+def check_timeout(timeout: object) -> float | None:
+    if timeout is None:
+        return None
+    seconds = _number(timeout, "timeout")
+    if seconds < 0:
+        raise ValueError("timeout must not be negative (None waits without limit)")
+    return None if math.isinf(seconds) else seconds
+
+
+def check_replicas(sync_replicas: object, sync_timeout: object) -> tuple[int, int]:
+    if isinstance(sync_replicas, bool) or not isinstance(sync_replicas, int):
+        raise TypeError("sync_replicas must be an int")
+    if sync_replicas < 0:
+        raise ValueError("sync_replicas must not be negative")
+    return sync_replicas, lease_ms(sync_timeout, "sync_timeout")
+
+
+def check_mode(mode: object) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    return str(mode)
+
+
+def module_loaded(reply: Any) -> bool:
+    """Interpret ``COMMAND INFO lock.acquire``: an entry when the module is loaded, nil if not."""
+    if isinstance(reply, dict):
+        return any(v is not None for v in reply.values())
+    return bool(reply) and reply[0] is not None
+
+
+def evalsha(body: str, keys: list[str], args: list[Any]) -> Command:
+    return ("EVALSHA", _scripts.SHA[body], len(keys), *keys, *args)
+
+
+def is_error(reply: Any) -> bool:
+    return isinstance(reply, BaseException)
+
+
+def raise_error(reply: Any) -> Any:
+    if isinstance(reply, BaseException):
+        raise reply
+    return reply
+
+
+def is_redirect(reply: Any) -> bool:
+    """MOVED / ASK / TRYAGAIN / CLUSTERDOWN: ask the cluster for its slots and run again."""
+    if not isinstance(reply, BaseException):
+        return False
+    names = {cls.__name__ for cls in type(reply).__mro__}
+    if names & {"MovedError", "AskError", "TryAgainError", "ClusterDownError"}:
+        return True
+    return str(reply).startswith(("MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN"))
+
+
+def is_noscript(reply: Any) -> bool:
+    return isinstance(reply, BaseException) and (
+        type(reply).__name__ == "NoScriptError" or str(reply).startswith("NOSCRIPT")
+    )
+
+
+def uses_scripts(commands: list[Command]) -> bool:
+    return any(command[0] == "EVALSHA" for command in commands)
+
+
+def load_script_commands() -> list[Command]:
+    return [("SCRIPT", "LOAD", body) for body in _scripts.ALL]
+
+
+class Run(NamedTuple):
+    """Send ``commands`` pipelined on one connection to the node of ``key``; reply: the replies.
+
+    ``extra`` is added to the connection's socket timeout for the read (``math.inf``: no limit),
+    for commands the server answers late on purpose (LOCK.ACQUIRE ... WAIT, WAIT).
+    """
+
+    key: str
+    commands: list[Command]
+    extra: float = 0.0
+
+
+class Listen(NamedTuple):
+    """Subscribe to ``channel`` on the node of ``key`` and wait for the confirmation."""
+
+    key: str
+    channel: str
+
+
+class Await(NamedTuple):
+    """Wait up to ``seconds`` for a message on the subscribed channel; reply: whether one came."""
+
+    seconds: float
+
+
+Request = Union[Run, Listen, Await]
+
+
+class Acquired(NamedTuple):
+    acquired: bool
+    token: int | None = None
+    pttl: int = -1
+
+
+NOT_ACQUIRED = Acquired(False)
+
+
+@dataclass
+class Target:
+    """One lock as the commands see it: mode, names, and how a release is announced."""
+
+    mode: str
+    key: str
+    cluster: bool
+
+    @property
+    def channel(self) -> str:
+        return derived_name(CHANNEL_PREFIX, self.key)
+
+    @property
+    def token_key(self) -> str:
+        return derived_name(TOKEN_PREFIX, self.key)
+
+    @property
+    def publish(self) -> str:
+        # Redisson 3.22+ publishes sharded in a cluster; the module's "auto" publish mode agrees.
+        return "SPUBLISH" if self.cluster else "PUBLISH"
+
+    def acquire(self, owner: str, lease: int, fenced: bool, wait_ms: int | None) -> Command:
+        if self.mode == MODULE:
+            command: list[Any] = ["LOCK.ACQUIRE", self.key, owner, lease]
+            if wait_ms is not None:
+                command += ["WAIT", wait_ms]
+            if fenced:
+                command.append("FENCE")
+            return tuple(command)
+        if fenced:
+            return evalsha(_scripts.ACQUIRE_FENCED, [self.key, self.token_key], [lease, owner])
+        return evalsha(_scripts.ACQUIRE, [self.key], [lease, owner])
+
+    def release(self, owner: str, rearm_ms: int = 0) -> Command:
+        """One hold less; ``rearm_ms`` > 0 resets the lease while holds remain, 0 keeps it."""
+        if self.mode == MODULE:
+            return ("LOCK.RELEASE", self.key, owner, rearm_ms) if rearm_ms else ("LOCK.RELEASE", self.key, owner)
+        return evalsha(_scripts.UNLOCK, [self.key, self.channel], [UNLOCK_MESSAGE, rearm_ms, owner, self.publish])
+
+    def force_release(self) -> Command:
+        if self.mode == MODULE:
+            return ("LOCK.FORCERELEASE", self.key)
+        return evalsha(_scripts.FORCE_UNLOCK, [self.key, self.channel], [UNLOCK_MESSAGE, self.publish])
+
+
+def parse_acquire(reply: Any, fenced: bool) -> Acquired:
+    """nil / PTTL, or with fencing ``[-1, token]`` / ``[pttl, -1]``."""
+    if fenced:
+        first, token = int(reply[0]), int(reply[1])
+        if first == -1 and token != -1:
+            return Acquired(True, token)
+        return Acquired(False, None, first)
+    if reply is None:
+        return Acquired(True)
+    return Acquired(False, None, int(reply))
+
+
+def parse_release(reply: Any) -> bool:
+    """True when the lock was freed, False when holds remain; NotOwnedError on nil."""
+    raise_error(reply)
+    if reply is None:
+        raise NotOwnedError("the lock is not held by this owner")
+    return int(reply) == 1
+
+
+@dataclass
+class AcquirePlan:
+    target: Target
+    owner: str
+    lease_ms: int
+    fenced: bool
+    sync_replicas: int
+    sync_timeout_ms: int
+    blocking: bool
+    timeout: float | None
+
+    def _commands(self, wait_ms: int | None) -> list[Command]:
+        commands = [self.target.acquire(self.owner, self.lease_ms, self.fenced, wait_ms)]
+        if self.sync_replicas:
+            commands.append(("WAIT", self.sync_replicas, self.sync_timeout_ms))
+        return commands
+
+    def _attempt(self, wait_ms: int | None, extra: float) -> Generator[Request, Any, Acquired]:
+        replies = yield Run(self.target.key, self._commands(wait_ms), extra)
+        got = parse_acquire(raise_error(replies[0]), self.fenced)
+        if got.acquired and self.sync_replicas:
+            acked = replies[1]
+            if is_error(acked) or int(acked) < self.sync_replicas:
+                # Not durable enough: give the hold back before reporting it.
+                undo = yield Run(self.target.key, [self.target.release(self.owner)])
+                raise_error(undo[0])
+                raise_error(acked)
+                raise ReplicaSyncError(int(acked), self.sync_replicas)
+        return got
+
+
+def acquire_flow(plan: AcquirePlan) -> Generator[Request, Any, Acquired]:
+    """The acquire algorithm of both modes, as requests for a client to run.
+
+    Module mode: one LOCK.ACQUIRE, with ``WAIT`` when blocking (server-side FIFO queue).
+    Lua mode, as Redisson: attempt; subscribe to the release channel; attempt again (closes the
+    window before the subscription); then wait for a release message or the holder's PTTL,
+    whichever comes first, and attempt again, until acquired or out of time.
+    """
+    sync_extra = plan.sync_timeout_ms / 1000 if plan.sync_replicas else 0.0
+    deadline = None if plan.timeout is None else time.monotonic() + plan.timeout
+    if plan.target.mode == MODULE:
+        if plan.blocking and plan.timeout != 0:
+            # WAIT 0 means no limit; the read must outlast the server-side wait.
+            wait_ms = 0 if plan.timeout is None else max(1, math.ceil(plan.timeout * 1000))
+            extra = math.inf if plan.timeout is None else plan.timeout + sync_extra + WAIT_MARGIN
+            return (yield from plan._attempt(wait_ms, extra))
+        return (yield from plan._attempt(None, sync_extra))
+    got = yield from plan._attempt(None, sync_extra)
+    if got.acquired or not plan.blocking or plan.timeout == 0:
+        return got
+    yield Listen(plan.target.key, plan.target.channel)
+    while True:
+        got = yield from plan._attempt(None, sync_extra)
+        if got.acquired:
+            return got
+        pause = IDLE_RECHECK if got.pttl < 0 else max(got.pttl / 1000, 0.001)
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return NOT_ACQUIRED
+            pause = min(pause, remaining)
+        yield Await(pause)
+
+
+def renew_commands(
+    mode: str, holds: list[Hold], lease: int, slot: Callable[[str], int]
+) -> list[tuple[Command, list[Hold]]]:
+    """The watchdog's batch for one node: LOCK.RENEW per hold, or one Lua renew per hash slot."""
+    if mode == MODULE:
+        return [(("LOCK.RENEW", h.key, h.owner, lease), [h]) for h in holds]
+    by_slot: dict[int, list[Hold]] = {}
+    for h in holds:
+        by_slot.setdefault(slot(h.key), []).append(h)
+    return [
+        (evalsha(_scripts.RENEW, [h.key for h in group], [lease, *(h.owner for h in group)]), group)
+        for group in by_slot.values()
+    ]
+
+
+def renew_results(reply: Any, group: list[Hold]) -> list[tuple[Hold, bool | None]]:
+    """Per hold: True renewed, False lost, None unknown (an error: try again next tick)."""
+    if is_error(reply):
+        lost = str(reply).startswith("WRONGTYPE")
+        return [(h, False if lost else None) for h in group]
+    values = reply if isinstance(reply, list) else [reply]
+    return [(h, int(v) == 1) for h, v in zip(group, values)]
+
+
+def wants_argument(callback: Callable[..., Any]) -> bool:
+    """Whether ``on_lost`` takes the lock as an argument (``cb(lock)``) or nothing (``cb()``)."""
+    try:
+        parameters = inspect.signature(callback).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return any(p.kind in kinds or p.kind == inspect.Parameter.VAR_POSITIONAL for p in parameters)
+
+
+class Hold:
+    """This client's holds of one lock by one owner."""
+
+    __slots__ = ("closing", "count", "key", "lock_ref", "lost", "on_lost", "owner", "token", "watch")
+
+    def __init__(self, key: str, owner: str, watch: bool, token: int | None, on_lost: Any, lock: Any) -> None:
+        self.key = key
+        self.owner = owner
+        self.count = 1
+        self.watch = watch
+        self.token = token
+        self.lost = False
+        self.closing = False  # the last release is on its way: the watchdog leaves it alone
+        self.on_lost = on_lost
+        self.lock_ref = weakref.ref(lock)
+
+    def notify_lost(self) -> Any:
+        """Call ``on_lost`` (with the lock if it takes an argument); return what it returned."""
+        if self.on_lost is None:
+            return None
+        if wants_argument(self.on_lost):
+            return self.on_lost(self.lock_ref())
+        return self.on_lost()
+
+
+class Registry:
+    """The holds of one client, keyed by (lock name, owner); safe from several threads."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._holds: dict[tuple[str, str], Hold] = {}
+
+    def get(self, key: str, owner: str) -> Hold | None:
+        with self._mutex:
+            return self._holds.get((key, owner))
+
+    def acquired(self, key: str, owner: str, watch: bool, token: int | None, on_lost: Any, lock: Any) -> bool:
+        """Record one more hold; return whether the watchdog must keep it."""
+        with self._mutex:
+            hold = self._holds.get((key, owner))
+            if hold is None or hold.lost:
+                hold = self._holds[(key, owner)] = Hold(key, owner, watch, token, on_lost, lock)
+            else:
+                hold.count += 1
+                hold.watch = hold.watch or watch
+                hold.closing = False
+                if token is not None:
+                    hold.token = token
+            return hold.watch
+
+    def begin_release(self, key: str, owner: str) -> Hold | None:
+        """Before a release: a lost hold raises NotOwnedError; the last one stops its renewal."""
+        with self._mutex:
+            hold = self._holds.get((key, owner))
+            if hold is None:
+                return None
+            if hold.lost:
+                del self._holds[(key, owner)]
+                raise NotOwnedError("the lock was lost (expired or released by someone else)")
+            if hold.count <= 1:
+                hold.closing = True
+            return hold
+
+    def end_release(self, hold: Hold | None, still_held: bool) -> None:
+        with self._mutex:
+            if hold is None or self._holds.get((hold.key, hold.owner)) is not hold:
+                return
+            if still_held:
+                hold.count = max(1, hold.count - 1)
+                hold.closing = False
+            else:
+                del self._holds[(hold.key, hold.owner)]
+
+    def drop_key(self, key: str) -> None:
+        with self._mutex:
+            for k in [k for k in self._holds if k[0] == key]:
+                del self._holds[k]
+
+    def watched(self) -> list[Hold]:
+        with self._mutex:
+            return [h for h in self._holds.values() if h.watch and not h.closing and not h.lost]
+
+    def lose(self, hold: Hold) -> bool:
+        """Mark a hold lost if it is still current; True when its callback is due."""
+        with self._mutex:
+            if self._holds.get((hold.key, hold.owner)) is not hold or hold.closing or hold.lost:
+                return False
+            hold.lost = True
+            hold.watch = False
+            return True
+
+
+def quorum(count: int, majority: bool) -> int:
+    return count // 2 + 1 if majority else count
+
+
+def redlock_validity(lease_s: float, elapsed_s: float) -> float:
+    """Redlock: what is left of the lease after the acquire, less the clock drift allowance."""
+    return lease_s - elapsed_s - (0.01 * lease_s + 0.002)
+
+
+def attempt_wait(remaining: float | None, count: int, majority: bool) -> float:
+    """How long each component may wait in one attempt of a MultiLock / RedLock.
+
+    As Redisson: a MultiLock attempt may take count x 1.5 s, a RedLock component gets its share
+    of the remaining time; both are bounded by what remains, so blocked attempts give every
+    component back and retry instead of deadlocking with another multi-lock.
+    """
+    budget = 1.5 * count if not majority else 1.5
+    if remaining is None:
+        return budget
+    return max(0.0, min(budget, remaining / count if majority else remaining))
