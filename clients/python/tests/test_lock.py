@@ -144,8 +144,8 @@ def test_module_fifo_order(module_server: Server) -> None:
         r.close()
 
 
-def test_module_wait_outlasts_socket_timeout(module_server: Server) -> None:
-    r = module_server.client(socket_timeout=0.3)
+def test_wait_outlasts_socket_timeout(server: Server) -> None:
+    r = server.client(socket_timeout=0.3)
     r.flushall()
     locks = redislock.LockClient(r)
     try:
