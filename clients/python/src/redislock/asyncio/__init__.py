@@ -292,6 +292,7 @@ class _Engine:
         nodes, self._nodes = list(self._nodes.values()), {}
         for client in nodes:
             await _close(client)
+            await client.connection_pool.disconnect()  # our own pool: aclose() leaves it open
 
 
 class LockClient:
