@@ -20,6 +20,8 @@ def commands_processed(r: redis.Redis) -> int:
 
 BAD_CALLS: list[tuple[str, Callable[[Any], Any]]] = [
     ("empty name", lambda c: c.lock("")),
+    ("name not a str", lambda c: c.lock(None)),
+    ("timeout without blocking", lambda c: c.lock("k").acquire(blocking=False, timeout=1)),
     ("empty owner", lambda c: c.lock("k", owner="")),
     ("negative sync_replicas", lambda c: c.lock("k", sync_replicas=-1)),
     ("zero sync_timeout", lambda c: c.lock("k", sync_replicas=1, sync_timeout=0)),

@@ -39,26 +39,20 @@ def derived_name(prefix: str, name: str) -> str:
 
 
 def check_name(name: object) -> str:
-    if not isinstance(name, str):
-        raise TypeError(f"lock name must be a str, not {type(name).__name__}")
-    if not name:
-        raise ValueError("lock name must not be empty")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"lock name must be a non-empty str, not {name!r}")
     return name
 
 
 def check_owner(owner: object) -> str | None:
-    if owner is None:
-        return None
-    if not isinstance(owner, str):
-        raise TypeError(f"owner must be a str, not {type(owner).__name__}")
-    if not owner:
-        raise ValueError("owner must not be empty")
+    if owner is not None and (not isinstance(owner, str) or not owner):
+        raise ValueError(f"owner must be a non-empty str or None, not {owner!r}")
     return owner
 
 
 def _number(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__}")
+        raise ValueError(f"{what} must be a number of seconds, not {value!r}")
     if math.isnan(value):
         raise ValueError(f"{what} must not be NaN")
     return float(value)
@@ -72,9 +66,11 @@ def lease_ms(lease: object, what: str = "lease") -> int:
     return max(1, round(seconds * 1000))
 
 
-def check_timeout(timeout: object) -> float | None:
+def check_timeout(timeout: object, blocking: object = True) -> float | None:
     if timeout is None:
         return None
+    if not blocking:  # as threading.Lock.acquire
+        raise ValueError("a non-blocking acquire takes no timeout")
     seconds = _number(timeout, "timeout")
     if seconds < 0:
         raise ValueError("timeout must not be negative (None waits without limit)")
@@ -82,10 +78,8 @@ def check_timeout(timeout: object) -> float | None:
 
 
 def check_replicas(sync_replicas: object, sync_timeout: object) -> tuple[int, int]:
-    if isinstance(sync_replicas, bool) or not isinstance(sync_replicas, int):
-        raise TypeError("sync_replicas must be an int")
-    if sync_replicas < 0:
-        raise ValueError("sync_replicas must not be negative")
+    if isinstance(sync_replicas, bool) or not isinstance(sync_replicas, int) or sync_replicas < 0:
+        raise ValueError(f"sync_replicas must be an int >= 0, not {sync_replicas!r}")
     return sync_replicas, lease_ms(sync_timeout, "sync_timeout")
 
 

@@ -1,13 +1,18 @@
-"""Exceptions of redislock. Server errors are redis-py's own exceptions and pass through."""
+"""Exceptions of redislock. Server errors are redis-py's own exceptions and pass through.
+
+NotOwnedError is also redis-py's ``LockNotOwnedError`` (so ``except redis.exceptions.LockError``
+written for redis-py's ``Lock`` keeps working)."""
 
 from __future__ import annotations
+
+import redis.exceptions
 
 
 class LockError(Exception):
     """Base class of the errors redislock raises itself."""
 
 
-class NotOwnedError(LockError):
+class NotOwnedError(LockError, redis.exceptions.LockNotOwnedError):
     """The lock is not held by this owner (Redisson's IllegalMonitorStateException).
 
     Raised by ``release()`` when the lock is free, held by another owner, has expired, or was

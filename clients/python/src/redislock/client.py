@@ -363,6 +363,7 @@ class Lock:
         ``blocking=False``: one attempt. ``lease=None``: ``client.lease``, renewed by the watchdog
         until released; ``lease=s``: a fixed lease, no renewal. Reentrant acquires add a hold.
         """
+        check_timeout(timeout, blocking)
         return self._acquire_as(self.owner, blocking, timeout, lease)
 
     def _acquire_as(self, owner: str, blocking: bool, timeout: float | None, lease: float | None) -> bool:
@@ -460,7 +461,7 @@ class MultiLock:
         return tuple(lock.owner for lock in self.locks)
 
     def acquire(self, blocking: bool = True, timeout: float | None = None, lease: float | None = None) -> bool:
-        wait = check_timeout(timeout)
+        wait = check_timeout(timeout, blocking)
         lease_s = self.locks[0].client.lease if lease is None else lease_ms(lease) / 1000
         owners = self._owners()
         count = len(self.locks)

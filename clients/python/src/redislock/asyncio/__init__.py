@@ -314,6 +314,8 @@ class LockClient:
         """The mode, detected without blocking the event loop."""
         return await self._engine.mode()
 
+    detect = detect_mode
+
     def lock(
         self,
         name: str,
@@ -371,6 +373,7 @@ class Lock:
         return self.client._engine
 
     async def acquire(self, blocking: bool = True, timeout: float | None = None, lease: float | None = None) -> bool:
+        check_timeout(timeout, blocking)
         return await self._acquire_as(self.owner, blocking, timeout, lease)
 
     async def _acquire_as(self, owner: str, blocking: bool, timeout: float | None, lease: float | None) -> bool:
@@ -457,7 +460,7 @@ class MultiLock:
         return tuple(lock.owner for lock in self.locks)
 
     async def acquire(self, blocking: bool = True, timeout: float | None = None, lease: float | None = None) -> bool:
-        wait = check_timeout(timeout)
+        wait = check_timeout(timeout, blocking)
         lease_s = self.locks[0].client.lease if lease is None else lease_ms(lease) / 1000
         owners = self._owners()
         count = len(self.locks)
