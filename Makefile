@@ -10,7 +10,10 @@ MODULE := target/release/libredis_lock.so
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help deps build run test lint fmt bench chaos fuzz valgrind clean
+PY_VENV := target/py-venv
+PY := $(CURDIR)/$(PY_VENV)/bin
+
+.PHONY: help deps build run test lint fmt bench chaos fuzz valgrind clean python-venv test-python lint-python bench-python
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -34,21 +37,44 @@ build: deps ## build target/release/libredis_lock.so
 run: build ## start redis-server on 127.0.0.1:$(PORT) with the module (Ctrl-C stops it)
 	redis-server redis.conf.example --port $(PORT) --loadmodule $(CURDIR)/$(MODULE)
 
-test: deps ## a short fuzz run, then every test: unit and integration (real redis-server processes)
+test: deps ## a short fuzz run, then every test: Rust unit and integration, the Python client's suite
 	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	@mkdir -p target
-	set -o pipefail; $(CARGO) test --all-targets 2>&1 | tee target/test.log
-	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "%d passed, %d failed\n", p, f}' target/test.log
+	@rm -f target/test.log target/pytest.xml
+	@status=0; \
+	set -o pipefail; $(CARGO) test --all-targets 2>&1 | tee target/test.log || status=1; \
+	$(MAKE) --no-print-directory test-python || status=1; \
+	python3 scripts/test_summary.py target/test.log target/pytest.xml; \
+	exit $$status
 
-lint: ## rustfmt and clippy
+python-venv: ## the Python client's virtualenv (target/py-venv) with its test and lint tools from PyPI
+	@test -x $(PY)/python || python3 -m venv $(PY_VENV) || { \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null && python3 -m venv $(PY_VENV); }
+	@$(PY)/pip install -q --upgrade pip >/dev/null 2>&1 || true
+	$(PY)/pip install -q -e './clients/python[test,lint]'
+
+test-python: deps python-venv ## the Python client's tests against real redis-server processes (module and Lua modes)
+	$(CARGO) build
+	@mkdir -p target
+	cd clients/python && LOCK_MODULE=$(CURDIR)/target/debug/libredis_lock.so $(PY)/pytest -q -p no:cacheprovider --junitxml=$(CURDIR)/target/pytest.xml
+
+lint: lint-python ## rustfmt, clippy, and ruff + mypy (strict) on the Python client
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
+	cd bench && $(CARGO) fmt -- --check && $(CARGO) clippy --all-targets -- -D warnings
+
+lint-python: python-venv
+	cd clients/python && $(PY)/ruff check src tests bench && $(PY)/ruff format --check src tests bench && $(PY)/mypy
 
 fmt:
 	$(CARGO) fmt --all
 
-bench: build ## benchmarks: native vs Lua vs plain Redis, WAIT vs pub/sub vs polling
+bench: build ## benchmarks: native vs Lua vs plain Redis, WAIT vs pub/sub vs polling, Redisson scripts, Python client
 	$(CARGO) run --release --manifest-path bench/Cargo.toml -- --module $(CURDIR)/$(MODULE) --out bench-results
+	$(MAKE) --no-print-directory bench-python
+
+bench-python: build python-venv ## the Python client: contention (N processes) and per-call overhead
+	LOCK_MODULE=$(CURDIR)/$(MODULE) $(PY)/python clients/python/bench/contention.py --out bench-results/python.md
 
 chaos: build ## fenced critical sections through repeated failovers that lose writes: FENCE vs a plain counter
 	$(CARGO) run --release --manifest-path bench/Cargo.toml --bin chaos -- --module $(CURDIR)/$(MODULE) --out bench-results $(CHAOS_ARGS)
