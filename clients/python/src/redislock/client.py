@@ -367,22 +367,25 @@ class Lock:
 
     # ---- watchdog --------------------------------------------------------------------------
 
-    def _watched(self, owner: str) -> Optional[int]:
+    def _watched(self, owner: str) -> Optional[_Hold]:
         with self._mutex:
             hold = self._holds.get(owner)
-            return hold.lease_ms if hold is not None and hold.watch and not hold.lost else None
+            return hold if hold is not None and hold.watch and not hold.lost else None
 
-    def _mark_lost(self, owner: str) -> None:
+    def _mark_lost(self, owner: str, seen: _Hold) -> bool:
+        """The renewal of hold ``seen`` found it gone. Ignored when that hold was released
+        meanwhile (and perhaps taken again: a new hold). Returns whether it was marked."""
         with self._mutex:
             hold = self._holds.get(owner)
-            if hold is None or hold.lost:
-                return
+            if hold is not seen or hold.lost:
+                return False
             hold.lost = True
         if self.on_lost is not None:
             try:
                 self.on_lost(self)
             except Exception:  # a callback's failure must not stop the watchdog
                 log.exception("on_lost callback of %r failed", self.name)
+        return True
 
 
 def _send_on_one_connection(
@@ -495,27 +498,26 @@ class _Watchdog:
 
 
 def _renew(client: LockClient, entries: list[tuple[Lock, str]]) -> None:
-    todo = [(lock, owner, lease) for lock, owner in entries if (lease := lock._watched(owner)) is not None]
+    todo = [(lock, owner, hold) for lock, owner in entries if (hold := lock._watched(owner)) is not None]
     if not todo:
         return
     results: list[Any]
     if client.mode == "module":
         pipe = client.redis.pipeline(transaction=False)
-        for lock, owner, lease in todo:
-            pipe.execute_command("LOCK.RENEW", lock.name, owner, lease)
+        for lock, owner, hold in todo:
+            pipe.execute_command("LOCK.RENEW", lock.name, owner, hold.lease_ms)
         results = pipe.execute(raise_on_error=False)
     elif client._cluster:
         script = client._script("renew")
-        results = [script(keys=[lock.name], args=[lease, owner]) for lock, owner, lease in todo]
+        results = [script(keys=[lock.name], args=[h.lease_ms, owner]) for lock, owner, h in todo]
     else:
         script = client._script("renew")
         pipe2: Pipeline = client.redis.pipeline(transaction=False)
-        for lock, owner, lease in todo:
-            script(keys=[lock.name], args=[lease, owner], client=pipe2)
+        for lock, owner, hold in todo:
+            script(keys=[lock.name], args=[hold.lease_ms, owner], client=pipe2)
         results = pipe2.execute(raise_on_error=False)
-    for (lock, owner, _), r in zip(todo, results):
+    for (lock, owner, hold), r in zip(todo, results):
         if isinstance(r, Exception):
             log.warning("renewal of %r failed: %s", lock.name, r)
-        elif _core.as_int(r) == 0:
+        elif _core.as_int(r) == 0 and lock._mark_lost(owner, hold):
             client._watchdog.remove(lock, owner)
-            lock._mark_lost(owner)

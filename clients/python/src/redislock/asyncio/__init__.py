@@ -394,13 +394,14 @@ class Lock:
     ) -> None:
         await self.release()
 
-    def _watched(self, owner: str) -> Optional[int]:
+    def _watched(self, owner: str) -> Optional[_Hold]:
         hold = self._holds.get(owner)
-        return hold.lease_ms if hold is not None and hold.watch and not hold.lost else None
+        return hold if hold is not None and hold.watch and not hold.lost else None
 
-    async def _mark_lost(self, owner: str) -> None:
+    async def _mark_lost(self, owner: str, seen: _Hold) -> None:
+        """The renewal of hold ``seen`` found it gone (unless it was released meanwhile)."""
         hold = self._holds.get(owner)
-        if hold is None or hold.lost:
+        if hold is not seen or hold.lost:
             return
         hold.lost = True
         if self.on_lost is not None:
@@ -483,14 +484,14 @@ class _Watchdog:
 
 
 async def _renew(client: LockClient, entries: list[tuple[Lock, str]]) -> None:
-    todo = [(lock, owner, lease) for lock, owner in entries if (lease := lock._watched(owner)) is not None]
+    todo = [(lock, owner, hold) for lock, owner in entries if (hold := lock._watched(owner)) is not None]
     if not todo:
         return
     results: list[Any]
     if await client.detect() == "module" and not client._cluster:
         pipe = client.redis.pipeline(transaction=False)
-        for lock, owner, lease in todo:
-            pipe.execute_command("LOCK.RENEW", lock.name, owner, lease)
+        for lock, owner, hold in todo:
+            pipe.execute_command("LOCK.RENEW", lock.name, owner, hold.lease_ms)
         results = await pipe.execute(raise_on_error=False)
     elif client.mode == "module":
         results = await asyncio.gather(
@@ -506,12 +507,12 @@ async def _renew(client: LockClient, entries: list[tuple[Lock, str]]) -> None:
             *(script(keys=[lock.name], args=[lease, owner]) for lock, owner, lease in todo),
             return_exceptions=True,
         )
-    for (lock, owner, _), r in zip(todo, results):
+    for (lock, owner, hold), r in zip(todo, results):
         if isinstance(r, BaseException):
             log.warning("renewal of %r failed: %s", lock.name, r)
-        elif _core.as_int(r) == 0:
+        elif _core.as_int(r) == 0 and lock._watched(owner) is hold:
             client._watchdog.remove(lock, owner)
-            await lock._mark_lost(owner)
+            await lock._mark_lost(owner, hold)
 
 
 from .multi import MultiLock, RedLock  # noqa: E402
