@@ -496,15 +496,15 @@ async def _renew(client: LockClient, entries: list[tuple[Lock, str]]) -> None:
     elif client.mode == "module":
         results = await asyncio.gather(
             *(
-                client.redis.execute_command("LOCK.RENEW", lock.name, owner, lease)
-                for lock, owner, lease in todo
+                client.redis.execute_command("LOCK.RENEW", lock.name, owner, hold.lease_ms)
+                for lock, owner, hold in todo
             ),
             return_exceptions=True,
         )
     else:
         script = client._script("renew")
         results = await asyncio.gather(
-            *(script(keys=[lock.name], args=[lease, owner]) for lock, owner, lease in todo),
+            *(script(keys=[lock.name], args=[hold.lease_ms, owner]) for lock, owner, hold in todo),
             return_exceptions=True,
         )
     for (lock, owner, hold), r in zip(todo, results):
