@@ -70,7 +70,7 @@ fmt:
 	$(CARGO) fmt --all
 
 bench: build ## benchmarks: native vs Lua vs plain Redis, WAIT vs pub/sub vs polling, Redisson scripts, Python client
-	$(CARGO) run --release --manifest-path bench/Cargo.toml -- --module $(CURDIR)/$(MODULE) --out bench-results
+	$(CARGO) run --release --manifest-path bench/Cargo.toml --bin lock-bench -- --module $(CURDIR)/$(MODULE) --out bench-results
 	$(MAKE) --no-print-directory bench-python
 
 bench-python: build python-venv ## the Python client: contention (N processes) and per-call overhead
