@@ -9,9 +9,9 @@ CARGO ?= cargo
 MODULE := target/release/libredis_lock.so
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-PY_DIR := clients/python
+
 PY_VENV := target/py-venv
-PYTHON := $(CURDIR)/$(PY_VENV)/bin/python
+PY := $(CURDIR)/$(PY_VENV)/bin
 
 .PHONY: help deps build run test lint fmt bench chaos fuzz valgrind clean python-venv test-python lint-python bench-python
 
@@ -37,27 +37,47 @@ build: deps ## build target/release/libredis_lock.so
 run: build ## start redis-server on 127.0.0.1:$(PORT) with the module (Ctrl-C stops it)
 	redis-server redis.conf.example --port $(PORT) --loadmodule $(CURDIR)/$(MODULE)
 
-test: deps ## a short fuzz run, then every test: unit and integration (real redis-server processes)
+test: deps ## a short fuzz run, then every test: Rust unit and integration, the Python client's suite
 	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	@mkdir -p target
-	set -o pipefail; $(CARGO) test --all-targets 2>&1 | tee target/test.log
-	@rc=0; $(MAKE) --no-print-directory test-python || rc=$$?; \
-	py=$$($(PYTHON) $(PY_DIR)/tests/junit_counts.py target/python-junit.xml 2>/dev/null || echo "0 1"); \
-	awk -v pp="$${py% *}" -v pf="$${py#* }" '/^test result:/ {p += $$4; f += $$6} \
-		END {printf "%d passed, %d failed\n", p + pp, f + pf}' target/test.log; \
-	exit $$rc
+	@rm -f target/test.log target/pytest.xml
+	@status=0; \
+	set -o pipefail; $(CARGO) test --all-targets 2>&1 | tee target/test.log || status=1; \
+	$(MAKE) --no-print-directory test-python || status=1; \
+	python3 scripts/test_summary.py target/test.log target/pytest.xml; \
+	exit $$status
 
-lint: ## rustfmt and clippy, ruff and mypy --strict (Python client)
+python-venv: ## the Python client's virtualenv (target/py-venv) with its test and lint tools from PyPI
+	@test -x $(PY)/python || python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || { \
+		echo "installing python3-venv"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null; }
+	@test -x $(PY)/python || python3 -m venv $(PY_VENV)
+	@$(PY)/pip install -q --upgrade pip >/dev/null 2>&1 || true
+	$(PY)/pip install -q -e './clients/python[test,lint]'
+
+test-python: deps python-venv ## the Python client's tests against real redis-server processes (module and Lua modes)
+	$(CARGO) build
+	@mkdir -p target
+	cd clients/python && LOCK_MODULE=$(CURDIR)/target/debug/libredis_lock.so $(PY)/pytest -q -p no:cacheprovider --junitxml=$(CURDIR)/target/pytest.xml
+
+lint: lint-python ## rustfmt, clippy, and ruff + mypy (strict) on the Python client
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
-	$(MAKE) --no-print-directory lint-python
+	cd bench && $(CARGO) fmt -- --check && $(CARGO) clippy --all-targets -- -D warnings
+
+lint-python: python-venv
+	cd clients/python && $(PY)/ruff check src tests bench && $(PY)/ruff format --check src tests bench && $(PY)/mypy
 
 fmt:
 	$(CARGO) fmt --all
 
-bench: build ## benchmarks: native vs Lua vs plain Redis, WAIT vs pub/sub vs polling
-	$(CARGO) run --release --manifest-path bench/Cargo.toml -- --module $(CURDIR)/$(MODULE) --out bench-results
+bench: build ## benchmarks: native vs Lua vs plain Redis, WAIT vs pub/sub vs polling, Redisson scripts, Python client
+	$(CARGO) run --release --manifest-path bench/Cargo.toml --bin lock-bench -- --module $(CURDIR)/$(MODULE) --out bench-results
 	$(MAKE) --no-print-directory bench-python
+
+bench-python: build python-venv ## the Python client: contention (N processes) and per-call overhead
+	LOCK_MODULE=$(CURDIR)/$(MODULE) $(PY)/python clients/python/bench/contention.py --out bench-results/python.md
 
 chaos: build ## fenced critical sections through repeated failovers that lose writes: FENCE vs a plain counter
 	$(CARGO) run --release --manifest-path bench/Cargo.toml --bin chaos -- --module $(CURDIR)/$(MODULE) --out bench-results $(CHAOS_ARGS)
@@ -73,30 +93,6 @@ fuzz: ## coverage-guided fuzzing of parsing, state transitions and the waiter qu
 
 valgrind: build ## run a representative workload under valgrind memcheck and report module errors/leaks
 	bash scripts/valgrind.sh
-
-python-venv: ## virtualenv target/py-venv with the Python client (clients/python) and its test/lint tools
-	@python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || { \
-		echo "installing python3-venv"; \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null; }
-	@test -x $(PYTHON) || python3 -m venv $(PY_VENV)
-	@test $(PY_VENV)/.deps -nt $(PY_DIR)/pyproject.toml || { \
-		$(PYTHON) -m pip install -q --disable-pip-version-check '$(PY_DIR)[test,lint]' && touch $(PY_VENV)/.deps; }
-	@# the client itself, fresh from the working tree (not editable: tests see the installed package)
-	$(PYTHON) -m pip install -q --disable-pip-version-check --no-deps --force-reinstall ./$(PY_DIR)
-
-test-python: build python-venv ## Python client tests against real redis-server processes, module from make build
-	@rm -f target/python-junit.xml
-	cd $(PY_DIR) && LOCK_MODULE=$(CURDIR)/$(MODULE) $(PYTHON) -m pytest tests -q -p no:cacheprovider \
-		--junitxml=$(CURDIR)/target/python-junit.xml
-
-lint-python: python-venv ## ruff and mypy --strict on the Python client
-	cd $(PY_DIR) && $(PYTHON) -m ruff check src tests bench && $(PYTHON) -m ruff format --check src tests bench \
-		&& $(PYTHON) -m mypy --strict src
-
-bench-python: build python-venv ## Python client: N processes on one lock (module / lua / redis-py Lock), call overhead
-	@mkdir -p bench-results
-	$(PYTHON) $(PY_DIR)/bench/contention.py --module $(CURDIR)/$(MODULE) --out bench-results/python.md
 
 clean:
 	$(CARGO) clean

@@ -104,11 +104,11 @@ fn lua(ctx: Ctx, kind: Option<Kind>, evalsha: bool, strs: &[RStr]) -> Result<(),
     let cmd = if evalsha { c"EVALSHA" } else { c"EVAL" };
     let args = strs;
     // "!": replicate its effects; "C": ACL of the calling user; "0": its protocol; "E": errors
-    // as replies; "v": argv.
+    // as replies; "M": OOM rules as for a client (7.2+ lets module calls ignore them); "v": argv.
     let reply = rm!(RedisModule_Call(
         ctx,
         cmd.as_ptr(),
-        c"!C0Ev".as_ptr(),
+        c"!C0EMv".as_ptr(),
         args.as_ptr().cast_mut(),
         args.len()
     ) else std::ptr::null_mut());

@@ -723,8 +723,9 @@ fn aof_holds_only_plain_effects_and_reloads_exactly_with_and_without_module() {
     plain.restart("");
     wait_loaded(&plain);
     assert_eq!(states_of(&plain, &keys), before, "after AOF reload without the module");
+    // Redis 8 loads modules of its own (vectorset...): only ours must be absent.
     let mods: Vec<Value> = redis::cmd("MODULE").arg("LIST").query(&mut plain.conn()).unwrap();
-    assert!(mods.is_empty(), "the plain server has modules: {mods:?}");
+    assert!(!format!("{mods:?}").contains("\"lock\""), "the plain server has the lock module: {mods:?}");
 
     // After BGREWRITEAOF (RDB preamble base) plus more effects: still exact.
     let mut c = s.conn();

@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""Print the closing line of `make test`: `N passed, N failed` over every suite.
+
+Arguments: the cargo test log (its `test result:` lines) and pytest's JUnit XML. A missing file
+counts as one failure (the suite did not run to the end)."""
+
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+
+def cargo(path: str) -> tuple[int, int]:
+    passed = failed = 0
+    try:
+        text = open(path, encoding="utf-8", errors="replace").read()
+    except OSError:
+        return 0, 1
+    for m in re.finditer(r"test result: \w+\. (\d+) passed; (\d+) failed", text):
+        passed += int(m.group(1))
+        failed += int(m.group(2))
+    return passed, failed
+
+
+def pytest(path: str) -> tuple[int, int]:
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return 0, 1
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    tests = sum(int(s.get("tests", 0)) for s in suites)
+    bad = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+    skipped = sum(int(s.get("skipped", 0)) for s in suites)
+    return tests - bad - skipped, bad
+
+
+if __name__ == "__main__":
+    rust = cargo(sys.argv[1])
+    py = pytest(sys.argv[2])
+    print(f"rust: {rust[0]} passed, {rust[1]} failed; python: {py[0]} passed, {py[1]} failed")
+    print(f"{rust[0] + py[0]} passed, {rust[1] + py[1]} failed")
