@@ -13,7 +13,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PY_VENV := target/py-venv
 PY := $(CURDIR)/$(PY_VENV)/bin
 
-.PHONY: help deps build run test lint fmt bench chaos fuzz valgrind clean python-venv test-python lint-python bench-python
+.PHONY: help deps build run test test-matrix lint fmt bench chaos fuzz valgrind clean python-venv test-python lint-python bench-python
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -46,6 +46,10 @@ test: deps ## a short fuzz run, then every test: Rust unit and integration, the 
 	$(MAKE) --no-print-directory test-python || status=1; \
 	python3 scripts/test_summary.py target/test.log target/pytest.xml; \
 	exit $$status
+
+test-matrix: deps ## the Rust integration suite once per server: make test-matrix SERVERS="dir ..." (each dir holds a redis-server)
+	@test -n "$(SERVERS)" || { echo 'usage: make test-matrix SERVERS="dir ..."'; exit 2; }
+	bash scripts/test_matrix.sh $(SERVERS)
 
 python-venv: ## the Python client's virtualenv (target/py-venv) with its test and lint tools from PyPI
 	@test -x $(PY)/python || python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || { \
