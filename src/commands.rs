@@ -43,6 +43,8 @@ pub fn run(
 ) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let n = usize::try_from(argc).unwrap_or(0);
+        // Effects that fit this command's argv are replicated through it (see replicate.rs).
+        let _scope = crate::replicate::enter(argv, n);
         let strs: &[RStr] = if argv.is_null() || n == 0 {
             &[]
         } else {

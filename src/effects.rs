@@ -3,6 +3,7 @@
 //! notifications the native commands would fire, WATCH invalidation, and the release message.
 
 use crate::config::{self, PublishMode};
+use crate::replicate;
 use crate::rm::{self, Ctx, Key, OwnedStr, RStr};
 use crate::stats;
 use redis_module::raw;
@@ -13,20 +14,26 @@ const NOTIFY_GENERIC: i32 = raw::REDISMODULE_NOTIFY_GENERIC;
 /// Set `owner`'s hold count to `count`; the replicated change is `HINCRBY key owner delta`
 /// where `delta` is +1 or -1.
 pub fn set_count(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, delta: i8) {
-    if count == 1 {
-        key.hash_set(owner, rm::one().ptr());
+    let owned;
+    let shared;
+    let value = if count == 1 {
+        shared = rm::one();
+        shared.ptr()
     } else {
-        key.hash_set(owner, OwnedStr::from_i64(count).ptr());
-    }
+        owned = OwnedStr::from_i64(count);
+        owned.ptr()
+    };
+    key.hash_set(owner, value);
     let delta = if delta < 0 { rm::minus_one() } else { rm::one() };
-    rm::replicate_key_owner_delta(ctx, name, owner, delta.ptr());
+    replicate::hincrby(ctx, name, owner, delta.ptr(), value);
     rm::notify(ctx, NOTIFY_HASH, c"hincrby", name);
 }
 
 /// Set the lease to end at `deadline`, replicated as PEXPIREAT.
 pub fn set_lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64) {
+    let had_ttl = key.deadline().is_some();
     key.set_deadline(deadline, now);
-    rm::replicate_pexpireat(ctx, name, deadline);
+    replicate::pexpireat(ctx, name, deadline, had_ttl);
     rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);
 }
 
@@ -40,7 +47,7 @@ pub fn grant(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, deadline:
 /// Delete the lock key, replicated as DEL.
 pub fn delete(ctx: Ctx, key: &Key, name: RStr) {
     key.delete();
-    rm::replicate_del(ctx, name);
+    replicate::del(ctx, name);
     rm::notify(ctx, NOTIFY_GENERIC, c"del", name);
     rm::signal_modified(ctx, name);
 }
@@ -69,8 +76,7 @@ pub fn publish(ctx: Ctx, channel: RStr, msg: RStr, sharded: bool) {
         _ => rm::rm!(RedisModule_PublishMessage(ctx, channel, msg) else 0),
     };
     if !crate::cluster::enabled() {
-        let cmd = if sharded { c"SPUBLISH" } else { c"PUBLISH" };
-        rm::replicate_publish(ctx, cmd, channel, msg);
+        replicate::publish(ctx, sharded, channel, msg);
     }
     stats::PUBLISHES.inc();
 }

@@ -5,7 +5,8 @@
 //! - `state`: lock state transitions (pure)
 //! - `queue`: the per-key FIFO waiter queue (pure)
 //! - `rm`: thin wrappers over the raw module API
-//! - `effects`: writes with their replication, notifications and release message
+//! - `effects`: writes with their replication, notifications and release message;
+//!   `replicate`: how those effects are propagated (through the command's argv when they fit)
 //! - `commands`: the LOCK.* handlers
 //! - `wait`: blocking, handoff, lease timers and keyspace/server events
 //! - `fence`: how the next fencing token is chosen (pure); `token`: the token key's reads/writes
@@ -26,6 +27,7 @@ mod commands;
 mod config;
 mod effects;
 mod redisson_native;
+mod replicate;
 mod rm;
 mod script_filter;
 mod stats;
@@ -68,6 +70,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     install_panic_hook();
     rm::init_constants();
+    replicate::init();
     cluster::init(ctx.ctx);
     let ctx = ctx.ctx;
     let arg_bytes: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();

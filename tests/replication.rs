@@ -1069,3 +1069,41 @@ fn handoffs_and_expiry_grants_replicate_exactly() {
     let cmds = tap.drain(&mut m);
     assert_plain_effects(&cmds, &["HINCRBY", "PEXPIREAT", "DEL"], "handoffs");
 }
+
+/// Effects propagated through the command's own argv (see src/replicate.rs): `PEXPIREAT ... NX`
+/// when the key had no TTL, `... XX` when it had one, `DEL k k`, `PUBLISH`; each must leave a
+/// replica without the module exactly like the master, including on keys another client made.
+#[test]
+fn effects_through_the_command_argv_replicate_exactly() {
+    let master = Server::start();
+    let replica = Server::start_opts(Opts::default().without_module());
+    replica.replicate_from(&master);
+    let mut m = master.conn();
+    let mut r = replica.conn();
+    let cmds: Vec<Vec<&str>> = vec![
+        vec!["LOCK.ACQUIRE", "new", "o", "40000"], // HINCRBY + PEXPIREAT NX
+        vec!["LOCK.ACQUIRE", "new", "o", "50000"], // reentry: PEXPIREAT XX
+        vec!["HSET", "foreign", "o", "1"],         // a lock without TTL, made by someone else
+        vec!["LOCK.ACQUIRE", "foreign", "o", "60000"], // reentry on a key without TTL: NX
+        vec!["LOCK.RENEW", "new", "o", "70000"],   // PEXPIREAT XX
+        vec!["LOCK.RELEASE", "new", "o", "80000"], // partial with lease: HINCRBY -1 + XX
+        vec!["LOCK.RELEASE", "new", "o"],          // full: DEL new new + PUBLISH
+        vec!["LOCK.FORCERELEASE", "foreign"],      // DEL foreign
+        vec!["LOCK.ACQUIRE", "w", "o", "30000", "WAIT", "10"], // other lengths: RM_Replicate
+    ];
+    for c in &cmds {
+        let mut q = redis::cmd(c[0]);
+        for a in &c[1..] {
+            q.arg(*a);
+        }
+        let _: Value = q.query(&mut m).expect("command");
+        wait_replicas(&mut m, 1, &mut [&mut r]);
+        for k in ["new", "foreign", "w"] {
+            assert_eq!(key_state(&mut r, k.as_bytes()), key_state(&mut m, k.as_bytes()), "{k} after {c:?}");
+        }
+    }
+    let ttl: i64 = redis::cmd("PEXPIRETIME").arg("foreign").query(&mut r).unwrap();
+    assert_eq!(ttl, -2, "foreign was force-released");
+    let exp: i64 = redis::cmd("PEXPIRETIME").arg("w").query(&mut r).unwrap();
+    assert!(exp > 0, "w has its lease on the replica");
+}
