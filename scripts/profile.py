@@ -87,6 +87,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--scope", choices=["call", "process"], default="call")
     ap.add_argument("--out")
+    ap.add_argument("--no-scripts", action="store_true", help="a module without lock.redisson-scripts")
     args = ap.parse_args()
     n = args.n
     work = tempfile.mkdtemp(prefix="lock-profile-")
@@ -97,7 +98,8 @@ def main() -> None:
         cmd.append("--toggle-collect=call")
     cmd += [args.server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     cmd += ["--dir", work, "--loadmodule", os.path.abspath(args.module)]
-    cmd += ["redisson-extra-scripts", f"acquire:{sha}:{len(ACQUIRE_LUA)}"]
+    if not args.no_scripts:
+        cmd += ["redisson-extra-scripts", f"acquire:{sha}:{len(ACQUIRE_LUA)}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         end = time.monotonic() + 120
@@ -121,9 +123,10 @@ def main() -> None:
             ("LOCK.RELEASE (full)", [enc("LOCK.RELEASE", f"a:{i}", owner) for i in range(n)]),
             ("SET k v PX", [enc("SET", f"s:{i}", owner, "PX", 30000) for i in range(n)]),
             ("Lua acquire (EVALSHA)", [enc("EVALSHA", sha, 1, f"l:{i}", 30000, owner) for i in range(n)]),
-            ("native acquire (EVALSHA, lock.redisson-scripts native)",
-             [enc("EVALSHA", sha, 1, f"r:{i}", 30000, owner) for i in range(n)]),
         ]
+        if not args.no_scripts:
+            native = [enc("EVALSHA", sha, 1, f"r:{i}", 30000, owner) for i in range(n)]
+            phases.append(("native acquire (EVALSHA with lock.redisson-scripts native)", native))
         rows = []
         for idx, (name, cmds) in enumerate(phases):
             if name.startswith("native"):
@@ -145,7 +148,7 @@ def main() -> None:
         "| command | instructions |",
         "|---|---:|",
     ]
-    lines += [f"| {name} | {ins:,.0f} |".replace(",", " ") for name, ins in rows]
+    lines += [f"| {name} | {round(ins):,} |".replace(",", " ") for name, ins in rows]
     md = "\n".join(lines) + "\n"
     print(md)
     if args.out:
