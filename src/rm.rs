@@ -259,11 +259,26 @@ impl Key {
     }
 
     /// Remaining ms, or -1 without a TTL, or -2 when the key does not exist (like PTTL).
+    ///
+    /// Measured against the same clock the module sets deadlines with (`millis()`): on 7.2+
+    /// RM_GetExpire subtracts the command-time snapshot, which inside MULTI/EXEC or a long script
+    /// is older than the clock the deadline came from, and would report more than the lease.
     pub fn pttl(&self) -> i64 {
         if self.kind() == KeyKind::Empty {
             return -2;
         }
-        rm!(RedisModule_GetExpire(self.ptr) else -1)
+        match api!(RedisModule_GetAbsExpire) {
+            Some(f) => {
+                // SAFETY: `self.ptr` is an open key of this context.
+                let d = unsafe { f(self.ptr) };
+                if d < 0 {
+                    -1
+                } else {
+                    d.saturating_sub(millis()).max(0)
+                }
+            }
+            None => rm!(RedisModule_GetExpire(self.ptr) else -1),
+        }
     }
 
     /// Absolute expiry in unix ms, `None` without a TTL (or without a key).

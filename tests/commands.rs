@@ -805,3 +805,32 @@ fn usable_in_multi_exec_and_lua() {
     assert_eq!(cmd!(c, "EXISTS", "k"), R::Int(0));
     no_messages(&mut sub, &mut c, "Lua errors");
 }
+
+/// On 7.2+ the server measures TTLs inside MULTI/EXEC and scripts from a time snapshot taken
+/// when EXEC (or the script) started, while the module sets deadlines from the clock. A PTTL
+/// reply must never exceed the lease it was set with, however long the transaction has run.
+#[test]
+fn pttl_replies_never_exceed_the_lease_inside_a_slow_transaction() {
+    let (mut s, mut c) = server();
+    assert_eq!(cmd!(c, "MULTI"), R::Simple("OK".into()));
+    for call in [
+        args(&[b"DEBUG", b"SLEEP", b"0.05"]),
+        args(&[b"LOCK.ACQUIRE", b"slow", b"me", b"60000"]),
+        args(&[b"LOCK.ACQUIRE", b"slow", b"other", b"60000"]),
+        args(&[b"LOCK.ACQUIRE", b"slow", b"other", b"60000", b"FENCE"]),
+        args(&[b"LOCK.INFO", b"slow"]),
+    ] {
+        assert_eq!(c.call(&call), R::Simple("QUEUED".into()));
+    }
+    let r = cmd!(c, "EXEC");
+    let a = r.arr();
+    assert_eq!(a[1], R::Nil);
+    let p = a[2].int();
+    assert!(p > 50000 && p <= 60000, "contended ACQUIRE after a 50 ms sleep in MULTI: {p}");
+    let f = a[3].arr();
+    assert!(f[0].int() > 50000 && f[0].int() <= 60000, "FENCE reply {f:?}");
+    let info = flat_to_map(&a[4]);
+    let p = info.iter().find(|(k, _)| *k == R::Bulk(b"pttl".to_vec())).map(|(_, v)| v.int()).unwrap_or(-9);
+    assert!(p > 50000 && p <= 60000, "LOCK.INFO pttl after a 50 ms sleep in MULTI: {p}");
+    s.assert_alive();
+}
