@@ -1,7 +1,7 @@
-//! Redis Cluster and failover: routing of LOCK.* through MOVED/ASK (hand-rolled, so no cluster
-//! client feature is needed and the redirects themselves are under test), release messages in
-//! cluster mode (sharded vs global), slot migration of held locks, waiters whose slot moves
-//! away, and failover (plain replication and cluster).
+//! Redis Cluster and failover: routing of LOCK.* (the `redis` crate's cluster client, and a
+//! hand-rolled MOVED/ASK follower where the redirects themselves are under test), release
+//! messages in cluster mode (sharded vs global), slot migration of held locks, waiters whose
+//! slot moves away, and failover (plain replication and cluster).
 
 mod common;
 use common::*;
@@ -232,6 +232,8 @@ struct Cluster {
     nodes: Vec<Server>,
     conns: HashMap<u16, Connection>,
     dead: HashSet<u16>,
+    /// The redis crate's cluster connection (slot map, MOVED/ASK handled by the client).
+    routed: Option<redis::cluster::ClusterConnection>,
 }
 
 const CLUSTER_ARGS: &str =
@@ -261,7 +263,7 @@ impl Cluster {
             status.is_some_and(|s| s.success()) && text.contains("All 16384 slots covered"),
             "redis-cli --cluster create failed:\n{text}"
         );
-        let mut c = Cluster { nodes, conns: HashMap::new(), dead: HashSet::new() };
+        let mut c = Cluster { nodes, conns: HashMap::new(), dead: HashSet::new(), routed: None };
         c.wait_healthy(Duration::from_secs(30), 3);
         c
     }
@@ -410,6 +412,22 @@ impl Cluster {
         panic!("too many redirects: {hops:?}");
     }
 
+    /// Run `cmd` through the redis crate's cluster client: it routes by the key (the first
+    /// argument of a LOCK.* command) and follows MOVED/ASK itself.
+    fn routed(&mut self, cmd: &Cmd) -> Value {
+        if self.routed.is_none() {
+            let nodes: Vec<String> =
+                self.alive_ports().iter().map(|p| format!("redis://127.0.0.1:{p}/")).collect();
+            let client = redis::cluster::ClusterClient::builder(nodes)
+                .response_timeout(Duration::from_secs(15))
+                .build()
+                .expect("cluster client");
+            self.routed = Some(client.get_connection().expect("cluster connection"));
+        }
+        let con = self.routed.as_mut().expect("cluster connection");
+        cmd.query(con).unwrap_or_else(|e| panic!("cluster client: {e}"))
+    }
+
     /// Send `cmd` to a random alive node and follow redirects.
     fn send(&mut self, cmd: &Cmd) -> Routed {
         use rand::seq::SliceRandom;
@@ -419,6 +437,7 @@ impl Cluster {
 
     fn kill(&mut self, port: u16) {
         self.conns.remove(&port);
+        self.routed = None;
         self.dead.insert(port);
         self.server_mut(port).kill();
     }
@@ -467,9 +486,9 @@ fn slot_function_matches_server() {
         let pttl = int(&r.ok()).expect("contended reply is the PTTL");
         assert!(pttl > 0 && pttl <= 30000, "{key}: pttl {pttl}");
 
-        assert_eq!(c.send(&acquire(&key, &o1, 30000)).ok(), Value::Nil, "{key}: reentry");
-        assert_eq!(c.send(&renew(&key, &o1, 40000)).ok(), Value::Int(1), "{key}: renew by owner");
-        assert_eq!(c.send(&renew(&key, &o2, 40000)).ok(), Value::Int(0), "{key}: renew by other");
+        assert_eq!(c.routed(&acquire(&key, &o1, 30000)), Value::Nil, "{key}: reentry");
+        assert_eq!(c.routed(&renew(&key, &o1, 40000)), Value::Int(1), "{key}: renew by owner");
+        assert_eq!(c.routed(&renew(&key, &o2, 40000)), Value::Int(0), "{key}: renew by other");
 
         let r = c.send(&info_cmd(&key));
         assert_eq!(r.served_by, owner_port);
@@ -478,13 +497,13 @@ fn slot_function_matches_server() {
         assert!(info.pttl > 30000 && info.pttl <= 40000, "{key}: pttl {}", info.pttl);
         assert_eq!(info.waiters, 0);
 
-        assert_eq!(c.send(&release(&key, &o2)).ok(), Value::Nil, "{key}: release by non-owner");
-        assert_eq!(c.send(&release(&key, &o1)).ok(), Value::Int(0), "{key}: partial release");
+        assert_eq!(c.routed(&release(&key, &o2)), Value::Nil, "{key}: release by non-owner");
+        assert_eq!(c.routed(&release(&key, &o1)), Value::Int(0), "{key}: partial release");
         let r = c.send(&release(&key, &o1));
         assert_eq!(r.served_by, owner_port);
         assert_eq!(r.ok(), Value::Int(1), "{key}: full release");
-        assert_eq!(c.send(&release(&key, &o1)).ok(), Value::Nil, "{key}: release of a free lock");
-        assert_eq!(c.send(&info_cmd(&key)).ok(), Value::Nil, "{key}: LOCK.INFO of a free lock");
+        assert_eq!(c.routed(&release(&key, &o1)), Value::Nil, "{key}: release of a free lock");
+        assert_eq!(c.routed(&info_cmd(&key)), Value::Nil, "{key}: LOCK.INFO of a free lock");
         let exists: i64 = c.query(owner_port, redis::cmd("EXISTS").arg(&key));
         assert_eq!(exists, 0);
     }
@@ -513,11 +532,11 @@ fn release_message_sharded_by_default_global_when_configured() {
     // auto (default) in cluster mode: sharded publish.
     let mode: Vec<String> = c.query(master, redis::cmd("CONFIG").arg("GET").arg("lock.publish-mode"));
     assert_eq!(mode, vec!["lock.publish-mode".to_string(), "auto".into()]);
-    assert_eq!(c.send(&acquire(key, "o:1", 30000)).ok(), Value::Nil);
-    assert_eq!(c.send(&acquire(key, "o:1", 30000)).ok(), Value::Nil);
-    assert_eq!(c.send(&release(key, "o:1")).ok(), Value::Int(0));
+    assert_eq!(c.routed(&acquire(key, "o:1", 30000)), Value::Nil);
+    assert_eq!(c.routed(&acquire(key, "o:1", 30000)), Value::Nil);
+    assert_eq!(c.routed(&release(key, "o:1")), Value::Int(0));
     ssub_m.assert_nothing_yet(); // a partial release publishes nothing
-    assert_eq!(c.send(&release(key, "o:1")).ok(), Value::Int(1));
+    assert_eq!(c.routed(&release(key, "o:1")), Value::Int(1));
     assert_eq!(ssub_m.next(), ("smessage".into(), ch.clone(), "0".into()), "SSUBSCRIBE on the shard master");
     assert_eq!(ssub_r.next(), ("smessage".into(), ch.clone(), "0".into()), "SSUBSCRIBE on the shard replica");
     sub_m.assert_nothing_yet(); // no classic PUBLISH in auto mode on a cluster
@@ -527,8 +546,8 @@ fn release_message_sharded_by_default_global_when_configured() {
     for p in c.alive_ports() {
         let _: () = c.query(p, redis::cmd("CONFIG").arg("SET").arg("lock.publish-mode").arg("global"));
     }
-    assert_eq!(c.send(&acquire(key, "o:2", 30000)).ok(), Value::Nil);
-    assert_eq!(c.send(&release(key, "o:2")).ok(), Value::Int(1));
+    assert_eq!(c.routed(&acquire(key, "o:2", 30000)), Value::Nil);
+    assert_eq!(c.routed(&release(key, "o:2")), Value::Int(1));
     assert_eq!(sub_m.next(), ("message".into(), ch.clone(), "0".into()), "SUBSCRIBE on the shard master");
     // Global mode does not use sharded publish.
     ssub_m.assert_nothing_yet();
@@ -574,12 +593,12 @@ fn slot_migration_keeps_locks_and_routes_with_ask() {
     let third = *masters.iter().find(|&&m| m != source && m != target).unwrap();
     let (source_id, target_id) = (c.id_of(source), c.id_of(target));
 
-    assert_eq!(c.send(&acquire(keys[0], "alice:1", 60000)).ok(), Value::Nil);
-    assert_eq!(c.send(&acquire(keys[1], "bob:1", 50000)).ok(), Value::Nil);
+    assert_eq!(c.routed(&acquire(keys[0], "alice:1", 60000)), Value::Nil);
+    assert_eq!(c.routed(&acquire(keys[1], "bob:1", 50000)), Value::Nil);
     for _ in 0..3 {
-        assert_eq!(c.send(&acquire(keys[1], "bob:1", 70000)).ok(), Value::Nil);
+        assert_eq!(c.routed(&acquire(keys[1], "bob:1", 70000)), Value::Nil);
     }
-    assert_eq!(c.send(&acquire(keys[2], "carol:2", 80000)).ok(), Value::Nil);
+    assert_eq!(c.routed(&acquire(keys[2], "carol:2", 80000)), Value::Nil);
 
     // Open the migration and move a and b; c stays on the source for now.
     setslot(&mut c, target, s, "IMPORTING", &source_id).expect("IMPORTING");
@@ -635,18 +654,18 @@ fn slot_migration_keeps_locks_and_routes_with_ask() {
     let r = c.send_from(source, &release(keys[1], "bob:1"));
     assert_eq!(r.hops, vec![format!("MOVED 127.0.0.1:{target}")]);
     assert_eq!(r.ok(), Value::Int(0));
-    assert_eq!(c.send(&release(keys[1], "alice:1")).ok(), Value::Nil);
-    assert_eq!(c.send(&renew(keys[0], "alice:1", 60000)).ok(), Value::Int(1));
-    let pttl = int(&c.send(&acquire(keys[0], "bob:1", 60000)).ok()).expect("contended: PTTL");
+    assert_eq!(c.routed(&release(keys[1], "alice:1")), Value::Nil);
+    assert_eq!(c.routed(&renew(keys[0], "alice:1", 60000)), Value::Int(1));
+    let pttl = int(&c.routed(&acquire(keys[0], "bob:1", 60000))).expect("contended: PTTL");
     assert!(pttl > 0 && pttl <= 60000, "pttl {pttl}");
     let mut sub = Sub::new(target, "SSUBSCRIBE", &channel(keys[0]));
     let r = c.send_from(source, &release(keys[0], "alice:1"));
     assert_eq!(r.served_by, target);
     assert_eq!(r.ok(), Value::Int(1));
     assert_eq!(sub.next(), ("smessage".into(), channel(keys[0]), "0".into()));
-    assert_eq!(c.send(&release(keys[2], "carol:2")).ok(), Value::Int(0));
-    assert_eq!(c.send(&release(keys[2], "carol:2")).ok(), Value::Int(1));
-    assert_eq!(c.send(&release("{mig}new", "dave:1")).ok(), Value::Int(1));
+    assert_eq!(c.routed(&release(keys[2], "carol:2")), Value::Int(0));
+    assert_eq!(c.routed(&release(keys[2], "carol:2")), Value::Int(1));
+    assert_eq!(c.routed(&release("{mig}new", "dave:1")), Value::Int(1));
     c.assert_all_alive();
 }
 
@@ -682,7 +701,7 @@ fn waiter_on_a_migrating_slot_is_never_granted_on_the_old_node() {
     let third = *masters.iter().find(|&&m| m != source && m != target).unwrap();
     let (source_id, target_id) = (c.id_of(source), c.id_of(target));
 
-    assert_eq!(c.send(&acquire(key, "holder:1", 60000)).ok(), Value::Nil);
+    assert_eq!(c.routed(&acquire(key, "holder:1", 60000)), Value::Nil);
     let rx = spawn_waiter(source, key, "waiter:1", 30000, 8000);
     let queued = wait_for(Duration::from_secs(10), || {
         let v: Value = info_cmd(key).query(c.con(source)).ok()?;
@@ -754,6 +773,11 @@ fn waiter_on_a_migrating_slot_is_never_granted_on_the_old_node() {
     c.assert_all_alive();
 }
 
+fn repl_offset(con: &mut Connection, field: &str) -> i64 {
+    let info: String = redis::cmd("INFO").arg("replication").query(con).unwrap_or_default();
+    info.lines().find_map(|l| l.trim().strip_prefix(field)?.strip_prefix(':')?.parse().ok()).unwrap_or(-1)
+}
+
 #[test]
 fn cluster_failover_keeps_locks() {
     let mut c = Cluster::start();
@@ -763,10 +787,15 @@ fn cluster_failover_keeps_locks() {
     let master = c.owner_of(p0, s);
     let replica = c.replica_of(master);
 
-    assert_eq!(c.send(&acquire(key, "o:1", 60000)).ok(), Value::Nil);
-    assert_eq!(c.send(&acquire(key, "o:1", 60000)).ok(), Value::Nil);
-    let acked: i64 = c.query(master, redis::cmd("WAIT").arg(1).arg(2000));
-    assert_eq!(acked, 1, "the replica acknowledged the writes");
+    assert_eq!(c.routed(&acquire(key, "o:1", 60000)), Value::Nil);
+    assert_eq!(c.routed(&acquire(key, "o:1", 60000)), Value::Nil);
+    // The writes went through the cluster client's connection, and WAIT only covers the calling
+    // connection's own writes: wait for the replica's offset to reach the master's instead.
+    let target = repl_offset(c.con(master), "master_repl_offset");
+    let caught_up = wait_for(Duration::from_secs(10), || {
+        (repl_offset(c.con(replica), "slave_repl_offset") >= target).then_some(())
+    });
+    assert!(caught_up.is_some(), "the replica reached the master's offset {target}");
     let h = hgetall(c.con(master), key);
     let pt = pexpiretime(c.con(master), key);
     assert_eq!(h, BTreeMap::from([("o:1".to_string(), "2".to_string())]));
@@ -801,16 +830,16 @@ fn cluster_failover_keeps_locks() {
     let r = c.send(&info_cmd(key));
     assert_eq!(r.served_by, replica);
     assert_eq!(lock_info_of(&r.ok()).owners, owners(&[("o:1", 2)]));
-    let pttl = int(&c.send(&acquire(key, "other:1", 60000)).ok()).expect("contended");
+    let pttl = int(&c.routed(&acquire(key, "other:1", 60000))).expect("contended");
     assert!(pttl > 0 && pttl <= 60000);
-    assert_eq!(c.send(&renew(key, "o:1", 45000)).ok(), Value::Int(1));
-    assert_eq!(c.send(&release(key, "o:1")).ok(), Value::Int(0));
+    assert_eq!(c.routed(&renew(key, "o:1", 45000)), Value::Int(1));
+    assert_eq!(c.routed(&release(key, "o:1")), Value::Int(0));
     let mut sub = Sub::new(replica, "SSUBSCRIBE", &channel(key));
     let r = c.send(&release(key, "o:1"));
     assert_eq!(r.served_by, replica);
     assert_eq!(r.ok(), Value::Int(1));
     assert_eq!(sub.next(), ("smessage".into(), channel(key), "0".into()));
-    assert_eq!(c.send(&acquire(key, "other:1", 60000)).ok(), Value::Nil);
+    assert_eq!(c.routed(&acquire(key, "other:1", 60000)), Value::Nil);
     c.server_mut(replica).assert_alive();
 }
 
