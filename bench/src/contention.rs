@@ -1,4 +1,4 @@
-//! Scenario 3: N clients contending for ONE lock, for a fixed duration, three waiting strategies:
+//! Scenario "contention": N clients contending for ONE lock, for a fixed duration, three waiting strategies:
 //! (a) LOCK.ACQUIRE ... WAIT (server-side FIFO, handoff inside the release),
 //! (b) Redisson: acquire script; on failure SUBSCRIBE, acquire again, then wait for a message or
 //!     the returned PTTL and retry; the holder unlocks with the Lua script that publishes "0",
@@ -213,7 +213,7 @@ pub fn run_one(port: u16, sha: &Shas, strat: Strategy, n: usize, cs_ms: u64, dur
     barrier.wait();
     let start = Instant::now();
     let window_end = start + dur;
-    let outs: Vec<Out> = hs.into_iter().map(|h| h.join().expect("s3 client panicked")).collect();
+    let outs: Vec<Out> = hs.into_iter().map(|h| h.join().expect("contention client panicked")).collect();
     let total_calls: u64 = outs.iter().map(|o| o.sent).sum();
     let exists: i64 = redis::cmd("EXISTS").arg(KEY).query(&mut admin).expect("EXISTS");
     if exists != 0 {
@@ -287,7 +287,7 @@ pub fn run(port: u16, sha: &Shas, quick: bool) -> Vec<Row> {
     for cs in [0u64, 1] {
         for n in [2usize, 8, 32] {
             for strat in [Strategy::Wait, Strategy::Redisson, Strategy::Polling] {
-                eprintln!("[s3] {} clients, cs {} ms, {}", n, cs, strat.label());
+                eprintln!("[contention] {} clients, cs {} ms, {}", n, cs, strat.label());
                 rows.push(run_one(port, sha, strat, n, cs, dur));
             }
         }

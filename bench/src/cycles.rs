@@ -1,4 +1,4 @@
-//! Scenario 2: full uncontended lock cycles (acquire + release, each a blocking round trip) per
+//! Scenario "cycles": full uncontended lock cycles (acquire + release, each a blocking round trip) per
 //! client thread, 1 / 8 / 32 threads, each on its own connection and its own lock.
 
 use crate::lua::{self, Client, Shas};
@@ -87,7 +87,7 @@ pub fn run(port: u16, sha: &Shas, quick: bool) -> Vec<Row> {
     let mut rows = Vec::new();
     for threads in [1usize, 8, 32] {
         for imp in [Impl::Native, Impl::Lua] {
-            eprintln!("[s2] {} threads, {}", threads, imp.label());
+            eprintln!("[cycles] {} threads, {}", threads, imp.label());
             let barrier = Arc::new(Barrier::new(threads + 1));
             let hs: Vec<_> = (0..threads)
                 .map(|t| {
@@ -100,7 +100,7 @@ pub fn run(port: u16, sha: &Shas, quick: bool) -> Vec<Row> {
             let mut all = Vec::new();
             let mut bad = 0;
             for h in hs {
-                let (l, b) = h.join().expect("s2 worker panicked");
+                let (l, b) = h.join().expect("cycles worker panicked");
                 all.extend(l);
                 bad += b;
             }

@@ -1,4 +1,4 @@
-//! Scenario 4: expiry handoff. A holder takes the lock with a 200 ms lease and never releases;
+//! Scenario "expiry": expiry handoff. A holder takes the lock with a 200 ms lease and never releases;
 //! one waiter waits for it. Lateness = waiter's grant time (SystemTime, unix ms) minus the lock's
 //! deadline (PEXPIRETIME read right after the holder's acquire). Same machine, same wall clock.
 
@@ -36,7 +36,7 @@ pub fn run(port: u16, sha: &Shas, quick: bool) -> Vec<Row> {
     let chan = lua::channel(KEY);
     let mut rows = Vec::new();
     for strat in ["LOCK.ACQUIRE WAIT", "Redisson pub/sub", "polling 100 ms"] {
-        eprintln!("[s4] {strat}: {rounds} rounds");
+        eprintln!("[expiry] {strat}: {rounds} rounds");
         let mut late = Vec::new();
         for r in 0..rounds {
             let _: () = redis::cmd("DEL").arg(KEY).query(&mut holder.con).expect("DEL");

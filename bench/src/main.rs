@@ -7,17 +7,17 @@
 //! stdout (progress goes to stderr), writes <out>/results.json, <out>/results.md and SVG charts,
 //! and stops the server (also on panic).
 
+mod charts;
+mod contention;
+mod cycles;
+mod expiry;
 mod lua;
+mod memory;
 mod raw;
 mod redisson_scripts;
-mod s1;
-mod s2;
-mod s3;
-mod s4;
-mod s5;
 mod server;
 mod stats;
-mod svg;
+mod uncontended;
 
 use serde::Serialize;
 use stats::fmt_num as f;
@@ -39,12 +39,13 @@ struct Args {
     quick: bool,
     redis_server: String,
     only: Option<Vec<String>>,
+    waiters: Option<usize>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: lock-bench --module /abs/path/libredis_lock.so [--out DIR] [--quick] \
-         [--redis-server PATH] [--only s1,s2,s3,s4,s5,redisson]"
+         [--redis-server PATH] [--only uncontended,cycles,contention,expiry,memory,redisson] [--waiters N (memory)]"
     );
     std::process::exit(2)
 }
@@ -55,12 +56,14 @@ fn parse_args() -> Args {
     let mut quick = false;
     let mut redis_server = "redis-server".to_string();
     let mut only = None;
+    let mut waiters = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--module" => module = Some(PathBuf::from(it.next().unwrap_or_else(|| usage()))),
             "--out" => out = PathBuf::from(it.next().unwrap_or_else(|| usage())),
             "--quick" => quick = true,
+            "--waiters" => waiters = it.next().and_then(|v| v.parse().ok()).or_else(|| usage()),
             "--redis-server" => redis_server = it.next().unwrap_or_else(|| usage()),
             "--only" => {
                 only = Some(it.next().unwrap_or_else(|| usage()).split(',').map(String::from).collect())
@@ -77,7 +80,7 @@ fn parse_args() -> Args {
         eprintln!("module {}: {e}", module.display());
         std::process::exit(2)
     });
-    Args { module, out, quick, redis_server, only }
+    Args { module, out, quick, redis_server, only, waiters }
 }
 
 #[derive(Serialize)]
@@ -102,12 +105,12 @@ struct Target {
 #[derive(Serialize)]
 struct Results {
     meta: Meta,
-    s1_uncontended: Vec<s1::Row>,
-    s1_ratios: Vec<s1::Ratios>,
-    s2_cycles: Vec<s2::Row>,
-    s3_contention: Vec<s3::Row>,
-    s4_expiry: Vec<s4::Row>,
-    s5_memory: Option<s5::Report>,
+    uncontended: Vec<uncontended::Row>,
+    uncontended_ratios: Vec<uncontended::Ratios>,
+    cycles: Vec<cycles::Row>,
+    contention: Vec<contention::Row>,
+    expiry: Vec<expiry::Row>,
+    memory: Option<memory::Report>,
     redisson: Option<redisson_scripts::Report>,
     targets: Vec<Target>,
 }
@@ -124,16 +127,17 @@ fn main() {
     let redis_version = server::info(&mut con, "server").get("redis_version").cloned().unwrap_or_default();
     let sha = lua::load(&mut con);
 
-    let (s1_rows, s1_ratios) =
-        if want("s1") { s1::run(&mut con, &sha, args.quick) } else { (vec![], vec![]) };
+    let (uncontended_rows, uncontended_ratios) =
+        if want("uncontended") { uncontended::run(&mut con, &sha, args.quick) } else { (vec![], vec![]) };
     srv.assert_alive();
-    let s2_rows = if want("s2") { s2::run(port, &sha, args.quick) } else { vec![] };
+    let cycles_rows = if want("cycles") { cycles::run(port, &sha, args.quick) } else { vec![] };
     srv.assert_alive();
-    let s3_rows = if want("s3") { s3::run(port, &sha, args.quick) } else { vec![] };
+    let contention_rows = if want("contention") { contention::run(port, &sha, args.quick) } else { vec![] };
     srv.assert_alive();
-    let s4_rows = if want("s4") { s4::run(port, &sha, args.quick) } else { vec![] };
+    let expiry_rows = if want("expiry") { expiry::run(port, &sha, args.quick) } else { vec![] };
     srv.assert_alive();
-    let s5_rep = if want("s5") { Some(s5::run(port, &sha, args.quick)) } else { None };
+    let memory_rep =
+        if want("memory") { Some(memory::run(port, &sha, args.quick, args.waiters)) } else { None };
     srv.assert_alive();
     let redisson = if want("redisson") {
         Some(redisson_scripts::run(port, &args.redis_server, &args.module, args.quick))
@@ -143,7 +147,7 @@ fn main() {
     srv.assert_alive();
     drop(con);
 
-    let mut targets = targets(&s1_ratios, &s3_rows, &s4_rows);
+    let mut targets = targets(&uncontended_ratios, &contention_rows, &expiry_rows);
     if let Some(r) = &redisson {
         targets.extend(redisson_targets(r));
     }
@@ -159,12 +163,12 @@ fn main() {
                 .unwrap_or(0),
             total_seconds: 0.0,
         },
-        s1_uncontended: s1_rows,
-        s1_ratios,
-        s2_cycles: s2_rows,
-        s3_contention: s3_rows,
-        s4_expiry: s4_rows,
-        s5_memory: s5_rep,
+        uncontended: uncontended_rows,
+        uncontended_ratios,
+        cycles: cycles_rows,
+        contention: contention_rows,
+        expiry: expiry_rows,
+        memory: memory_rep,
         redisson,
         targets,
     };
@@ -187,7 +191,7 @@ fn main() {
     );
 }
 
-fn targets(r1: &[s1::Ratios], r3: &[s3::Row], r4: &[s4::Row]) -> Vec<Target> {
+fn targets(r1: &[uncontended::Ratios], r3: &[contention::Row], r4: &[expiry::Row]) -> Vec<Target> {
     let mut t = Vec::new();
     if let Some(p) = r1.iter().find(|r| r.mode == "pipelined") {
         t.push(Target {
@@ -215,10 +219,12 @@ fn targets(r1: &[s1::Ratios], r3: &[s3::Row], r4: &[s4::Row]) -> Vec<Target> {
     // handoffs: WAIT vs Redisson for every client count, per critical section; the worst counts
     for cs in [0u64, 1] {
         let mut worst: Option<(f64, usize)> = None;
-        for w in r3.iter().filter(|r| r.strategy == s3::Strategy::Wait.label() && r.critical_section_ms == cs)
+        for w in r3
+            .iter()
+            .filter(|r| r.strategy == contention::Strategy::Wait.label() && r.critical_section_ms == cs)
         {
             if let Some(rd) = r3.iter().find(|r| {
-                r.strategy == s3::Strategy::Redisson.label()
+                r.strategy == contention::Strategy::Redisson.label()
                     && r.clients == w.clients
                     && r.critical_section_ms == cs
             }) {
@@ -241,7 +247,8 @@ fn targets(r1: &[s1::Ratios], r3: &[s3::Row], r4: &[s4::Row]) -> Vec<Target> {
             });
         }
     }
-    let waits: Vec<&s3::Row> = r3.iter().filter(|r| r.strategy == s3::Strategy::Wait.label()).collect();
+    let waits: Vec<&contention::Row> =
+        r3.iter().filter(|r| r.strategy == contention::Strategy::Wait.label()).collect();
     if !waits.is_empty() {
         let (mut m, mut at) = (f64::INFINITY, String::new());
         for w in waits {
@@ -346,7 +353,7 @@ fn markdown(r: &Results) -> String {
         "redis-server {} on 127.0.0.1, {} CPUs shared by server and clients, no persistence. Total {:.0} s.\n",
         m.redis_version, m.cpus, m.total_seconds
     );
-    if !r.s1_uncontended.is_empty() {
+    if !r.uncontended.is_empty() {
         let _ = writeln!(
             s,
             "## 1. Uncontended cost and throughput (one connection, every acquire creates a lock)\n"
@@ -354,7 +361,7 @@ fn markdown(r: &Results) -> String {
         let _ = writeln!(s, "ops/s: one connection, commands packed in advance, median of the repetitions. Server µs/call: `usec_per_call` from INFO commandstats (CONFIG RESETSTAT before each phase) of the top-level command (lock.acquire, evalsha, set, lock.release, del). Server CPU µs/op: Δ(used_cpu_user + used_cpu_sys) / ops, so it includes networking and parsing. Lua = our implementation of Redisson's RLock scripts sent with EVALSHA; the 3.24+ unlock writes an idempotency latch key that the client then DELs: that DEL is in its ops/s, not in its µs/call. SET/DEL are the floor (no ownership, no reentrancy, no notification).\n");
         let _ = writeln!(s, "| op | implementation | mode | ops/s | server µs/call | server CPU µs/op |");
         let _ = writeln!(s, "|---|---|---|---:|---:|---:|");
-        for x in &r.s1_uncontended {
+        for x in &r.uncontended {
             let mode = if x.pipeline > 1 { format!("pipeline {}", x.pipeline) } else { "unpipelined".into() };
             let _ = writeln!(
                 s,
@@ -374,7 +381,7 @@ fn markdown(r: &Results) -> String {
         }
         let _ = writeln!(s, "\n| mode | ACQUIRE/Lua ops/s | ACQUIRE/SET ops/s | ACQUIRE/Lua server µs | ACQUIRE/Lua server CPU | RELEASE/Lua ops/s | RELEASE/Lua(no latch) ops/s | RELEASE/DEL ops/s | RELEASE/Lua(no latch) server µs |");
         let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-        for x in &r.s1_ratios {
+        for x in &r.uncontended_ratios {
             let _ = writeln!(
                 s,
                 "| {} | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x |",
@@ -391,7 +398,7 @@ fn markdown(r: &Results) -> String {
         }
         let _ = writeln!(s);
     }
-    if !r.s2_cycles.is_empty() {
+    if !r.cycles.is_empty() {
         let _ = writeln!(
             s,
             "## 2. Full lock cycles (acquire + release, one connection and one lock per thread)\n"
@@ -400,9 +407,9 @@ fn markdown(r: &Results) -> String {
         let _ =
             writeln!(s, "| threads | implementation | cycles/s | native/Lua | cycle p50 µs | cycle p99 µs |");
         let _ = writeln!(s, "|---:|---|---:|---:|---:|---:|");
-        for x in &r.s2_cycles {
+        for x in &r.cycles {
             let other =
-                r.s2_cycles.iter().find(|o| o.threads == x.threads && o.implementation != x.implementation);
+                r.cycles.iter().find(|o| o.threads == x.threads && o.implementation != x.implementation);
             let ratio = if x.implementation.starts_with("LOCK") {
                 other.map(|o| format!("{:.2}x", x.cycles_per_sec / o.cycles_per_sec)).unwrap_or_default()
             } else {
@@ -426,16 +433,16 @@ fn markdown(r: &Results) -> String {
         }
         let _ = writeln!(s);
     }
-    if !r.s3_contention.is_empty() {
-        let secs = r.s3_contention[0].seconds;
+    if !r.contention.is_empty() {
+        let secs = r.contention[0].seconds;
         let _ = writeln!(s, "## 3. Contention: N clients on one lock, {secs} s per run\n");
         let _ = writeln!(s, "Strategies: `LOCK.ACQUIRE k owner 30000 WAIT <time left>` + LOCK.RELEASE; Redisson RLock.lock() (acquire script; on failure SUBSCRIBE, acquire again, then wait for a message or the returned PTTL and retry; UNSUBSCRIBE without waiting; unlock script that publishes `0`); polling = LOCK.ACQUIRE without WAIT every 100 ms (redis-py's Lock default) + LOCK.RELEASE. Critical section 1 ms = thread::sleep(1 ms).\n");
         let _ = writeln!(s, "Handoff = a grant to a different client than the previous holder; a grant also counts a client re-taking the lock it just released.\n");
         let _ = writeln!(s, "| clients | critical section | strategy | grants/s | handoffs/s | handoffs vs Redisson | per-client grants min / max | Jain fairness | commands sent per grant |");
         let _ = writeln!(s, "|---:|---:|---|---:|---:|---:|---:|---:|---:|");
-        for x in &r.s3_contention {
-            let rd = r.s3_contention.iter().find(|o| {
-                o.strategy == s3::Strategy::Redisson.label()
+        for x in &r.contention {
+            let rd = r.contention.iter().find(|o| {
+                o.strategy == contention::Strategy::Redisson.label()
                     && o.clients == x.clients
                     && o.critical_section_ms == x.critical_section_ms
             });
@@ -464,7 +471,7 @@ fn markdown(r: &Results) -> String {
         let _ = writeln!(s, "\nWait = from the start of an acquire attempt to its grant. Waits still open at the end of the run are cut off and listed apart. Idle gap = next grant minus the previous holder's release reply (negative: the grant arrived before the releaser's own reply).\n");
         let _ = writeln!(s, "| clients | critical section | strategy | wait p50 ms | wait p99 ms | wait max ms | cut off at end (longest ms) | idle gap p50 µs | idle gap p99 µs |");
         let _ = writeln!(s, "|---:|---:|---|---:|---:|---:|---:|---:|---:|");
-        for x in &r.s3_contention {
+        for x in &r.contention {
             let _ = writeln!(
                 s,
                 "| {} | {} ms | {} | {} | {} | {} | {} ({}) | {} | {} |",
@@ -482,12 +489,12 @@ fn markdown(r: &Results) -> String {
         }
         let _ = writeln!(s);
     }
-    if !r.s4_expiry.is_empty() {
+    if !r.expiry.is_empty() {
         let _ = writeln!(s, "## 4. Expiry handoff: holder never releases (lease 200 ms), one waiter\n");
         let _ = writeln!(s, "Lateness = the waiter's grant time (SystemTime) minus the deadline read with PEXPIRETIME right after the holder's acquire. Redis expires a key once now > deadline, at millisecond resolution. The waiter starts at a random point of a 100 ms period.\n");
         let _ = writeln!(s, "| strategy | rounds | median late ms | max late ms | min late ms |");
         let _ = writeln!(s, "|---|---:|---:|---:|---:|");
-        for x in &r.s4_expiry {
+        for x in &r.expiry {
             let _ = writeln!(
                 s,
                 "| {} | {} | {:.2} | {:.2} | {:.2} |",
@@ -496,7 +503,7 @@ fn markdown(r: &Results) -> String {
         }
         let _ = writeln!(s);
     }
-    if let Some(x) = &r.s5_memory {
+    if let Some(x) = &r.memory {
         let _ = writeln!(s, "## 5. Memory\n");
         if m.quick {
             let _ = writeln!(s, "(--quick does not wait for client buffers to settle: the per-connection numbers are meaningless here.)\n");
@@ -530,6 +537,11 @@ fn markdown(r: &Results) -> String {
         );
         let _ = writeln!(
             s,
+            "| used_memory per waiter still held after the waiters disconnected (settled, up to 60 s; relative to before their connections) | {:.0} |",
+            x.used_memory_per_waiter_after_leaving
+        );
+        let _ = writeln!(
+            s,
             "| used_memory per blocked BLPOP client, same method (Redis's own blocking, baseline) | {:.0} |",
             x.used_memory_per_blocked_blpop
         );
@@ -560,16 +572,16 @@ fn markdown(r: &Results) -> String {
 
 fn charts(r: &Results) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
-    if !r.s1_uncontended.is_empty() {
+    if !r.uncontended.is_empty() {
         let series = vec![
             "native LOCK.*".to_string(),
             "Redisson Lua (3.24+, latch)".to_string(),
             "Redisson Lua, no latch (3.22)".to_string(),
             "plain SET PX / DEL".to_string(),
         ];
-        let pick = |op: &str, mode_pipe: bool, v: &dyn Fn(&s1::Row) -> f64| -> Vec<f64> {
+        let pick = |op: &str, mode_pipe: bool, v: &dyn Fn(&uncontended::Row) -> f64| -> Vec<f64> {
             let find = |imp: &str| {
-                r.s1_uncontended
+                r.uncontended
                     .iter()
                     .find(|x| {
                         x.op == op && (x.pipeline > 1) == mode_pipe && x.implementation.starts_with(imp)
@@ -583,7 +595,7 @@ fn charts(r: &Results) -> Vec<(&'static str, String)> {
                 vec![find("LOCK."), find("Lua unlock +"), find("Lua unlock, no"), find("DEL")]
             }
         };
-        let groups = |v: &dyn Fn(&s1::Row) -> f64| {
+        let groups = |v: &dyn Fn(&uncontended::Row) -> f64| {
             vec![
                 ("acquire, pipeline 32".to_string(), pick("acquire", true, v)),
                 ("release, pipeline 32".to_string(), pick("release", true, v)),
@@ -593,7 +605,7 @@ fn charts(r: &Results) -> Vec<(&'static str, String)> {
         };
         out.push((
             "throughput.svg",
-            svg::render(&svg::Chart {
+            charts::render(&charts::Chart {
                 title: "Uncontended throughput, one connection (ops/s, higher is better)",
                 y_label: "ops/s",
                 series: series.clone(),
@@ -603,7 +615,7 @@ fn charts(r: &Results) -> Vec<(&'static str, String)> {
         ));
         out.push((
             "server_cost.svg",
-            svg::render(&svg::Chart {
+            charts::render(&charts::Chart {
                 title: "Server time per call, INFO commandstats (µs, lower is better)",
                 y_label: "usec_per_call",
                 series,
@@ -612,12 +624,12 @@ fn charts(r: &Results) -> Vec<(&'static str, String)> {
             }),
         ));
     }
-    if !r.s2_cycles.is_empty() {
+    if !r.cycles.is_empty() {
         let groups = [1usize, 8, 32]
             .iter()
             .map(|&t| {
                 let v = |p: &str| {
-                    r.s2_cycles
+                    r.cycles
                         .iter()
                         .find(|x| x.threads == t && x.implementation.starts_with(p))
                         .map(|x| x.cycles_per_sec)
@@ -628,7 +640,7 @@ fn charts(r: &Results) -> Vec<(&'static str, String)> {
             .collect();
         out.push((
             "cycles.svg",
-            svg::render(&svg::Chart {
+            charts::render(&charts::Chart {
                 title: "Uncontended lock cycles (acquire + release) per second",
                 y_label: "cycles/s",
                 series: vec!["LOCK.ACQUIRE + LOCK.RELEASE".into(), "Redisson Lua".into()],
@@ -637,16 +649,17 @@ fn charts(r: &Results) -> Vec<(&'static str, String)> {
             }),
         ));
     }
-    if !r.s3_contention.is_empty() {
-        let strategies = [s3::Strategy::Wait, s3::Strategy::Redisson, s3::Strategy::Polling];
+    if !r.contention.is_empty() {
+        let strategies =
+            [contention::Strategy::Wait, contention::Strategy::Redisson, contention::Strategy::Polling];
         let mut groups = Vec::new();
         let mut fair = Vec::new();
         for cs in [0u64, 1] {
             for n in [2usize, 8, 32] {
-                let rows: Vec<Option<&s3::Row>> = strategies
+                let rows: Vec<Option<&contention::Row>> = strategies
                     .iter()
                     .map(|st| {
-                        r.s3_contention.iter().find(|x| {
+                        r.contention.iter().find(|x| {
                             x.strategy == st.label() && x.clients == n && x.critical_section_ms == cs
                         })
                     })
@@ -662,7 +675,7 @@ fn charts(r: &Results) -> Vec<(&'static str, String)> {
         let series: Vec<String> = strategies.iter().map(|s| s.label().to_string()).collect();
         out.push((
             "contention.svg",
-            svg::render(&svg::Chart {
+            charts::render(&charts::Chart {
                 title: "Contended handoffs per second, N clients on one lock",
                 y_label: "handoffs/s",
                 series: series.clone(),
@@ -672,7 +685,7 @@ fn charts(r: &Results) -> Vec<(&'static str, String)> {
         ));
         out.push((
             "fairness.svg",
-            svg::render(&svg::Chart {
+            charts::render(&charts::Chart {
                 title: "Jain's fairness index of per-client acquisitions (1 = even)",
                 y_label: "Jain index",
                 series,

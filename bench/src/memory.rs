@@ -1,4 +1,4 @@
-//! Scenario 5: memory. Bytes per held lock (MEMORY USAGE of a lock vs the same hash made with
+//! Scenario "memory": memory. Bytes per held lock (MEMORY USAGE of a lock vs the same hash made with
 //! HSET; used_memory delta over many locks) and per blocked WAIT client (used_memory delta when
 //! the same connections go from idle to blocked).
 
@@ -26,6 +26,9 @@ pub struct Report {
     pub used_memory_per_idle_connection: f64,
     /// used_memory delta per connection when those same connections block in LOCK.ACQUIRE WAIT
     pub used_memory_per_blocked_waiter: f64,
+    /// used_memory left per waiter once the waiters disconnected and memory settled, relative to
+    /// before the connections were opened (what the server keeps: pooled temporary clients)
+    pub used_memory_per_waiter_after_leaving: f64,
     /// the same for BLPOP (Redis's own blocking command), as a baseline
     pub used_memory_per_blocked_blpop: f64,
     /// blocked_clients and LOCK.INFO waiters observed while measuring
@@ -120,7 +123,7 @@ fn bulk(con: &mut redis::Connection, n: usize, f: impl Fn(&str) -> Vec<redis::Cm
     }
 }
 
-pub fn run(port: u16, sha: &Shas, quick: bool) -> Report {
+pub fn run(port: u16, sha: &Shas, quick: bool, waiters: Option<usize>) -> Report {
     let mut con = crate::connect(port);
     flush(&mut con);
     let owner = lua::owner(5, 0);
@@ -139,7 +142,7 @@ pub fn run(port: u16, sha: &Shas, quick: bool) -> Report {
 
     // (2) used_memory over many locks
     let n = if quick { 10_000 } else { 100_000 };
-    eprintln!("[s5] used_memory over {n} locks, three ways");
+    eprintln!("[memory] used_memory over {n} locks, three ways");
     let mut per = Vec::new();
     for way in 0..3 {
         flush(&mut con);
@@ -167,13 +170,13 @@ pub fn run(port: u16, sha: &Shas, quick: bool) -> Report {
     flush(&mut con);
 
     // (3) blocked waiters: the same connections idle, then blocked; BLPOP as Redis's own baseline
-    let m = if quick { 200 } else { 2_000 };
+    let m = waiters.unwrap_or(if quick { 200 } else { 2_000 });
     let (min, max) = if quick {
         (Duration::from_millis(300), Duration::from_secs(1))
     } else {
         (Duration::from_millis(4_500), Duration::from_secs(15))
     };
-    eprintln!("[s5] {m} idle connections, then the same {m} blocked in WAIT; then the same with BLPOP");
+    eprintln!("[memory] {m} idle connections, then the same {m} blocked in WAIT; then the same with BLPOP");
     let base = settle(&mut con, min, max);
     let (mut conns, idle) = idle_conns(port, &mut con, m, min, max);
     let key = "b5:wait";
@@ -189,6 +192,8 @@ pub fn run(port: u16, sha: &Shas, quick: bool) -> Report {
     drop(conns);
     wait_unblocked(&mut con);
     flush(&mut con);
+    // Redis frees the temporary clients of module blocking lazily: wait up to a minute.
+    let left = settle(&mut con, min.max(Duration::from_secs(5)), max.max(Duration::from_secs(60)));
 
     let (mut conns, idle2) = idle_conns(port, &mut con, m, min, max);
     for c in conns.iter_mut() {
@@ -210,6 +215,7 @@ pub fn run(port: u16, sha: &Shas, quick: bool) -> Report {
         waiters: m,
         used_memory_per_idle_connection: (idle - base) as f64 / m as f64,
         used_memory_per_blocked_waiter: (blocked_mem - idle) as f64 / m as f64,
+        used_memory_per_waiter_after_leaving: (left - base) as f64 / m as f64,
         used_memory_per_blocked_blpop: (blpop_mem - idle2) as f64 / m as f64,
         blocked_clients_seen: blocked,
         lock_info_waiters_seen: waiters,

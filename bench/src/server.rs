@@ -46,6 +46,8 @@ impl Server {
             .arg("")
             .arg("--appendonly")
             .arg("no")
+            .arg("--maxclients")
+            .arg("20000")
             .arg("--dir")
             .arg(&dir)
             .arg("--logfile")

@@ -1,5 +1,6 @@
-//! Percentiles (nearest rank over all samples, no histogram approximation) and fairness.
+//! Percentiles (hdrhistogram, 3 significant digits) and fairness.
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 
 #[derive(Serialize, Clone, Debug, Default)]
@@ -11,25 +12,25 @@ pub struct Dist {
     pub mean: f64,
 }
 
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
+/// Samples are recorded in thousandths of their unit (a ms sample keeps µs resolution).
+const SCALE: f64 = 1000.0;
 
-pub fn dist(mut v: Vec<f64>) -> Dist {
-    if v.is_empty() {
-        return Dist { count: 0, p50: f64::NAN, p99: f64::NAN, max: f64::NAN, mean: f64::NAN };
+/// p50, p99, max and mean of `v` (any unit, >= 0).
+pub fn dist(v: Vec<f64>) -> Dist {
+    let nan = Dist { count: 0, p50: f64::NAN, p99: f64::NAN, max: f64::NAN, mean: f64::NAN };
+    let Ok(mut h) = Histogram::<u64>::new(3) else { return nan };
+    for x in &v {
+        let _ = h.record((x.max(0.0) * SCALE).round() as u64);
     }
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    if h.is_empty() {
+        return nan;
+    }
     Dist {
         count: v.len(),
-        p50: percentile(&v, 50.0),
-        p99: percentile(&v, 99.0),
-        max: *v.last().unwrap(),
-        mean: v.iter().sum::<f64>() / v.len() as f64,
+        p50: h.value_at_quantile(0.50) as f64 / SCALE,
+        p99: h.value_at_quantile(0.99) as f64 / SCALE,
+        max: h.max() as f64 / SCALE,
+        mean: h.mean() / SCALE,
     }
 }
 

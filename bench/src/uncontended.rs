@@ -1,4 +1,4 @@
-//! Scenario 1: uncontended server cost and throughput, pipelined and unpipelined.
+//! Scenario "uncontended": uncontended server cost and throughput, pipelined and unpipelined.
 //! LOCK.ACQUIRE / LOCK.RELEASE vs Redisson's Lua scripts (EVALSHA) vs SET PX / DEL.
 //! Every acquire creates a lock (distinct keys; acquire all, then release all).
 
@@ -208,7 +208,7 @@ pub fn run(con: &mut redis::Connection, sha: &Shas, quick: bool) -> (Vec<Row>, V
     let mut rows = Vec::new();
     let mut ratios = Vec::new();
     for (mode, depth, n) in modes {
-        eprintln!("[s1] {mode}: {n} ops per phase, {reps} rep(s)");
+        eprintln!("[uncontended] {mode}: {n} ops per phase, {reps} rep(s)");
         let mut samples: Vec<(Kind, Sample)> = Vec::new();
         for _ in 0..reps {
             for (a, r) in pairs {
