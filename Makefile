@@ -13,7 +13,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PY_VENV := target/py-venv
 PY := $(CURDIR)/$(PY_VENV)/bin
 
-.PHONY: help deps build run test test-matrix lint fmt bench chaos fuzz valgrind clean python-venv test-python lint-python bench-python
+.PHONY: help deps build run test test-matrix profile lint fmt bench chaos fuzz valgrind clean python-venv test-python lint-python bench-python
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -85,6 +85,9 @@ bench-python: build python-venv ## the Python client: contention (N processes) a
 
 chaos: build ## fenced critical sections through repeated failovers that lose writes: FENCE vs a plain counter
 	$(CARGO) run --release --manifest-path bench/Cargo.toml --bin chaos -- --module $(CURDIR)/$(MODULE) --out bench-results $(CHAOS_ARGS)
+
+profile: build ## callgrind instructions per command: LOCK.* vs SET PX vs the Lua script (SERVER=path/to/redis-server)
+	python3 scripts/profile.py --module $(CURDIR)/$(MODULE) --server $(or $(SERVER),redis-server) $(if $(SERVER),--scope process)
 
 fuzz: ## coverage-guided fuzzing of parsing, state transitions and the waiter queue (FUZZ_SECONDS each)
 	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install --locked cargo-fuzz
