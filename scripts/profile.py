@@ -88,6 +88,7 @@ def main() -> None:
     ap.add_argument("--scope", choices=["call", "process"], default="call")
     ap.add_argument("--out")
     ap.add_argument("--no-scripts", action="store_true", help="a module without lock.redisson-scripts")
+    ap.add_argument("--keep", help="copy each phase's callgrind dump into this directory (for callgrind_annotate)")
     args = ap.parse_args()
     n = args.n
     work = tempfile.mkdtemp(prefix="lock-profile-")
@@ -121,6 +122,7 @@ def main() -> None:
             ("LOCK.RELEASE (partial)", [enc("LOCK.RELEASE", f"a:{i}", owner) for i in range(n)]),
             ("LOCK.RENEW", [enc("LOCK.RENEW", f"a:{i}", owner, 30000) for i in range(n)]),
             ("LOCK.RELEASE (full)", [enc("LOCK.RELEASE", f"a:{i}", owner) for i in range(n)]),
+            ("LOCK.ACQUIRE ... WAIT (new lock)", [enc("LOCK.ACQUIRE", f"w:{i}", owner, 30000, "WAIT", 100) for i in range(n)]),
             ("SET k v PX", [enc("SET", f"s:{i}", owner, "PX", 30000) for i in range(n)]),
             ("Lua acquire (EVALSHA)", [enc("EVALSHA", sha, 1, f"l:{i}", 30000, owner) for i in range(n)]),
         ]
@@ -136,6 +138,9 @@ def main() -> None:
             subprocess.run(["callgrind_control", "-d", f"phase{idx}", str(proc.pid)], capture_output=True, check=False)
             dumps = sorted(glob.glob(f"{work}/cg.out.*"), key=os.path.getmtime)
             rows.append((name, total(dumps[-1]) / n))
+            if args.keep:
+                Path(args.keep).mkdir(parents=True, exist_ok=True)
+                shutil.copy(dumps[-1], Path(args.keep) / f"phase{idx}.out")
         c.call("SHUTDOWN", "NOSAVE")
     finally:
         proc.kill() if proc.poll() is None else None

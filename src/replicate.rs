@@ -3,7 +3,8 @@
 //! `RM_Replicate` looks the command up by its C-string name on every call (Redis 7.0-8.x:
 //! `lookupCommandByCString` allocates and splits the name, ~1 500 instructions) and builds a new
 //! argv, before `alsoPropagate` copies it. Half of LOCK.ACQUIRE was spent there. When the
-//! effect has as many arguments as the running LOCK.* command, it is propagated through the
+//! effect fits the running command's argv (as many arguments, or padded to as many by
+//! repeating arguments whose repetition changes nothing, up to 12), it is propagated through the
 //! command's own argv instead: the effect's strings are put in the argv slots, `alsoPropagate`
 //! copies them (`RM_ReplicateVerbatim`: a refcount each, no lookup), and the original strings go
 //! back at once. Replicas and the AOF receive exactly the same plain command either way.
@@ -63,23 +64,46 @@ fn word(pick: fn(&Words) -> usize) -> RStr {
     pick(&WORDS) as RStr
 }
 
-/// Propagate `effect` through the running command's argv; false when it does not fit.
-fn in_place(ctx: Ctx, effect: &[RStr]) -> bool {
+/// Most argv slots an effect is padded to. Longer commands (a 100-key watchdog batch) would
+/// make every effect as long as themselves in the replication stream: they use RM_Replicate.
+const MAX_SLOTS: usize = 12;
+
+/// How many times `tail` repeats after `base` to fill exactly `argc` slots, if it can.
+fn repeats(base: usize, tail: usize, argc: usize) -> Option<usize> {
+    if argc > MAX_SLOTS || argc < base {
+        return None;
+    }
+    let extra = argc - base;
+    match tail {
+        0 => (extra == 0).then_some(0),
+        t => extra.is_multiple_of(t).then_some(extra / t),
+    }
+}
+
+/// Propagate `base` followed by `tail` repeated as often as it takes to fill the running
+/// command's argv (`tail` must be arguments whose repetition changes nothing: a key DEL
+/// deletes twice, a field HSET sets twice, a PEXPIREAT flag). False when it does not fit.
+fn in_place(ctx: Ctx, base: &[RStr], tail: &[RStr]) -> bool {
     let (argv, argc) = CURRENT.with(Cell::get);
-    if argv == 0 || argc != effect.len() || effect.iter().any(|s| s.is_null()) {
+    if argv == 0 || base.iter().chain(tail).any(|s| s.is_null()) {
+        return false;
+    }
+    if repeats(base.len(), tail.len(), argc).is_none() {
         return false;
     }
     let Some(f) = rm::api!(RedisModule_ReplicateVerbatim) else { return false };
-    // SAFETY: `argv` is the running command's argv with `argc` slots (set by commands::run for
-    // the duration of the command). The original strings are put back before anything else
-    // runs; alsoPropagate took its own reference to each string of the effect.
+    // SAFETY: `argv` is the running command's argv with `argc` (<= MAX_SLOTS) slots, set by
+    // commands::run for the duration of the command. The original strings are put back before
+    // anything else runs; alsoPropagate took its own reference to each string of the effect.
     unsafe {
         let slots = std::slice::from_raw_parts_mut(argv as *mut RStr, argc);
-        let mut saved: [RStr; 6] = [null_mut(); 6];
-        if argc > saved.len() {
-            return false;
+        let mut saved: [RStr; MAX_SLOTS] = [null_mut(); MAX_SLOTS];
+        let (head, rest) = slots.split_at_mut(base.len());
+        let (keep_head, keep_rest) = saved.split_at_mut(base.len());
+        for ((slot, keep), new) in head.iter_mut().zip(keep_head.iter_mut()).zip(base) {
+            *keep = std::mem::replace(slot, *new);
         }
-        for ((slot, keep), new) in slots.iter_mut().zip(saved.iter_mut()).zip(effect) {
+        for ((slot, keep), new) in rest.iter_mut().zip(keep_rest.iter_mut()).zip(tail.iter().cycle()) {
             *keep = std::mem::replace(slot, *new);
         }
         f(ctx);
@@ -90,31 +114,31 @@ fn in_place(ctx: Ctx, effect: &[RStr]) -> bool {
     true
 }
 
-/// `HINCRBY key owner delta`, the count becoming `count`. Through a 6-slot argv (a Redisson
-/// script's) it is `HSET key owner count owner count`: the same field set twice, the same
-/// final hash.
+/// `HINCRBY key owner delta`, the count becoming `count`. Through a longer even-length argv
+/// (a Redisson script's) it is `HSET key owner count [owner count ...]`: the same field set
+/// again, the same final hash.
 pub fn hincrby(ctx: Ctx, key: RStr, owner: RStr, delta: RStr, count: RStr) {
-    let done = in_place(ctx, &[word(|w| w.hincrby), key, owner, delta])
-        || in_place(ctx, &[word(|w| w.hset), key, owner, count, owner, count]);
+    let done = in_place(ctx, &[word(|w| w.hincrby), key, owner, delta], &[])
+        || in_place(ctx, &[word(|w| w.hset), key, owner, count], &[owner, count]);
     if !done {
         rm::replicate_key_owner_delta(ctx, key, owner, delta);
     }
 }
 
 /// `PEXPIREAT key deadline`. Through the argv it carries `NX` (the key had no TTL before) or
-/// `XX` (it had one), which holds on the replica exactly as on the master, to fill 4 slots.
+/// `XX` (it had one), which holds on the replica exactly as on the master, repeated to fill
+/// the slots (every server from 7.0 accepts a repeated flag).
 pub fn pexpireat(ctx: Ctx, key: RStr, deadline: i64, had_ttl: bool) {
     let d = OwnedStr::from_i64(deadline);
     let cond = if had_ttl { word(|w| w.xx) } else { word(|w| w.nx) };
-    if !in_place(ctx, &[word(|w| w.pexpireat), key, d.ptr(), cond]) {
+    if !in_place(ctx, &[word(|w| w.pexpireat), key, d.ptr()], &[cond]) {
         rm::replicate_pexpireat(ctx, key, deadline);
     }
 }
 
-/// `DEL key` (through a 3-slot argv as `DEL key key`, which deletes the same).
+/// `DEL key` (through a longer argv as `DEL key key ...`, which deletes the same).
 pub fn del(ctx: Ctx, key: RStr) {
-    let done = in_place(ctx, &[word(|w| w.del), key]) || in_place(ctx, &[word(|w| w.del), key, key]);
-    if !done {
+    if !in_place(ctx, &[word(|w| w.del), key], &[key]) {
         rm::replicate_del(ctx, key);
     }
 }
@@ -122,7 +146,7 @@ pub fn del(ctx: Ctx, key: RStr) {
 /// `PUBLISH channel message` or `SPUBLISH channel message`.
 pub fn publish(ctx: Ctx, sharded: bool, channel: RStr, msg: RStr) {
     let cmd = if sharded { word(|w| w.spublish) } else { word(|w| w.publish) };
-    if !in_place(ctx, &[cmd, channel, msg]) {
+    if !in_place(ctx, &[cmd, channel, msg], &[]) {
         let name = if sharded { c"SPUBLISH" } else { c"PUBLISH" };
         rm::replicate_publish(ctx, name, channel, msg);
     }
@@ -136,6 +160,21 @@ pub fn init() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn effects_fill_the_argv_only_by_whole_repeats_of_their_tail() {
+        assert_eq!(repeats(4, 0, 4), Some(0));
+        assert_eq!(repeats(4, 0, 5), None);
+        assert_eq!(repeats(3, 1, 3), Some(0));
+        assert_eq!(repeats(3, 1, 6), Some(3));
+        assert_eq!(repeats(4, 2, 6), Some(1));
+        assert_eq!(repeats(4, 2, 7), None);
+        assert_eq!(repeats(2, 1, 2), Some(0));
+        assert_eq!(repeats(2, 1, 1), None);
+        assert_eq!(repeats(3, 1, MAX_SLOTS), Some(MAX_SLOTS - 3));
+        assert_eq!(repeats(3, 1, MAX_SLOTS + 1), None);
+        assert_eq!(repeats(2, 1, 204), None, "a 100-key batch is not padded");
+    }
 
     #[test]
     fn scopes_nest_and_restore() {

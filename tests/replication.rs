@@ -1089,7 +1089,15 @@ fn effects_through_the_command_argv_replicate_exactly() {
         vec!["LOCK.RELEASE", "new", "o", "80000"], // partial with lease: HINCRBY -1 + XX
         vec!["LOCK.RELEASE", "new", "o"],          // full: DEL new new + PUBLISH
         vec!["LOCK.FORCERELEASE", "foreign"],      // DEL foreign
-        vec!["LOCK.ACQUIRE", "w", "o", "30000", "WAIT", "10"], // other lengths: RM_Replicate
+        vec!["LOCK.ACQUIRE", "w", "o", "30000", "WAIT", "10"], // 6 slots: HSET w o 1 o 1, PEXPIREAT NX NX NX
+        vec!["LOCK.ACQUIRE", "w", "o", "31000", "WAIT", "10"], // HSET w o 2 o 2, PEXPIREAT XX XX XX
+        vec!["LOCK.ACQUIRE", "w", "o", "32000", "FENCE"], // 5 slots: RM_Replicate HINCRBY, PEXPIREAT XX XX
+        vec!["LOCK.ACQUIRE", "f", "o", "33000", "WAIT", "10", "FENCE"], // 7 slots: NX NX NX NX
+        vec!["LOCK.RELEASE", "w", "o", "34000"],   // HINCRBY -1, PEXPIREAT XX
+        vec!["LOCK.RELEASE", "w", "o"],
+        vec!["LOCK.RELEASE", "w", "o"], // DEL w w, PUBLISH
+        vec!["LOCK.FORCERELEASE", "f"],
+        vec!["LOCK.ACQUIRE", "w", "o", "30000", "WAIT", "10"], // a new lock again
     ];
     for c in &cmds {
         let mut q = redis::cmd(c[0]);
@@ -1098,7 +1106,7 @@ fn effects_through_the_command_argv_replicate_exactly() {
         }
         let _: Value = q.query(&mut m).expect("command");
         wait_replicas(&mut m, 1, &mut [&mut r]);
-        for k in ["new", "foreign", "w"] {
+        for k in ["new", "foreign", "w", "f", "redisson_lock_token:{w}", "redisson_lock_token:{f}"] {
             assert_eq!(key_state(&mut r, k.as_bytes()), key_state(&mut m, k.as_bytes()), "{k} after {c:?}");
         }
     }
