@@ -28,6 +28,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ACQUIRE_LUA = (REPO / "lua" / "acquire.lua").read_bytes()
+RENEW_LUA = (REPO / "lua" / "renew.lua").read_bytes()
+BATCH = 100
 
 
 def enc(*args: object) -> bytes:
@@ -100,7 +102,8 @@ def main() -> None:
     cmd += [args.server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     cmd += ["--dir", work, "--loadmodule", os.path.abspath(args.module)]
     if not args.no_scripts:
-        cmd += ["redisson-extra-scripts", f"acquire:{sha}:{len(ACQUIRE_LUA)}"]
+        renew_sha = __import__("hashlib").sha1(RENEW_LUA).hexdigest()
+        cmd += ["redisson-extra-scripts", f"acquire:{sha}:{len(ACQUIRE_LUA)},renew-batch:{renew_sha}:{len(RENEW_LUA)}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         end = time.monotonic() + 120
@@ -126,9 +129,18 @@ def main() -> None:
             ("SET k v PX", [enc("SET", f"s:{i}", owner, "PX", 30000) for i in range(n)]),
             ("Lua acquire (EVALSHA)", [enc("EVALSHA", sha, 1, f"l:{i}", 30000, owner) for i in range(n)]),
         ]
+        c.call("SCRIPT", "LOAD", RENEW_LUA)
+        rsha = __import__("hashlib").sha1(RENEW_LUA).hexdigest()
+        batches = max(1, n // BATCH)
+        keys = [f"b:{i}" for i in range(BATCH)]
+        for k in keys:
+            c.call("LOCK.ACQUIRE", k, owner, 30000)
+        renew = enc("EVALSHA", rsha, BATCH, *keys, 30000, *([owner] * BATCH))
+        phases.append((f"Lua renew batch ({BATCH} keys) per key", [renew] * batches))
         if not args.no_scripts:
             native = [enc("EVALSHA", sha, 1, f"r:{i}", 30000, owner) for i in range(n)]
             phases.append(("native acquire (EVALSHA with lock.redisson-scripts native)", native))
+            phases.append((f"native renew batch ({BATCH} keys) per key", [renew] * batches))
         rows = []
         for idx, (name, cmds) in enumerate(phases):
             if name.startswith("native"):
@@ -137,7 +149,7 @@ def main() -> None:
             c.run(cmds)
             subprocess.run(["callgrind_control", "-d", f"phase{idx}", str(proc.pid)], capture_output=True, check=False)
             dumps = sorted(glob.glob(f"{work}/cg.out.*"), key=os.path.getmtime)
-            rows.append((name, total(dumps[-1]) / n))
+            rows.append((name, total(dumps[-1]) / (len(cmds) * (BATCH if "batch" in name else 1))))
             if args.keep:
                 Path(args.keep).mkdir(parents=True, exist_ok=True)
                 shutil.copy(dumps[-1], Path(args.keep) / f"phase{idx}.out")

@@ -11,13 +11,15 @@
 //! Effects of another length, and grants made outside a command (timers), use `RM_Replicate`.
 
 use crate::rm::{self, Ctx, OwnedStr, RStr};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ptr::null_mut;
 use std::sync::LazyLock;
 
 thread_local! {
     /// argv and argc of the LOCK.* command running on this (the main) thread.
     static CURRENT: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    /// The last deadline replicated, and its string.
+    static LAST_DEADLINE: RefCell<Option<(i64, OwnedStr)>> = const { RefCell::new(None) };
 }
 
 /// While alive, the command with this argv is the one running; restores the previous on drop
@@ -129,11 +131,18 @@ pub fn hincrby(ctx: Ctx, key: RStr, owner: RStr, delta: RStr, count: RStr) {
 /// `XX` (it had one), which holds on the replica exactly as on the master, repeated to fill
 /// the slots (every server from 7.0 accepts a repeated flag).
 pub fn pexpireat(ctx: Ctx, key: RStr, deadline: i64, had_ttl: bool) {
-    let d = OwnedStr::from_i64(deadline);
-    let cond = if had_ttl { word(|w| w.xx) } else { word(|w| w.nx) };
-    if !in_place(ctx, &[word(|w| w.pexpireat), key, d.ptr()], &[cond]) {
-        rm::replicate_pexpireat(ctx, key, deadline);
-    }
+    LAST_DEADLINE.with(|last| {
+        let mut last = last.borrow_mut();
+        // A batch renewal gives every key the same deadline: make its string once.
+        let d = match &*last {
+            Some((v, s)) if *v == deadline => s.ptr(),
+            _ => last.insert((deadline, OwnedStr::from_i64(deadline))).1.ptr(),
+        };
+        let cond = if had_ttl { word(|w| w.xx) } else { word(|w| w.nx) };
+        if !in_place(ctx, &[word(|w| w.pexpireat), key, d], &[cond]) {
+            rm::replicate_pexpireat(ctx, key, d);
+        }
+    });
 }
 
 /// `DEL key` (through a longer argv as `DEL key key ...`, which deletes the same).

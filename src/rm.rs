@@ -384,9 +384,8 @@ pub fn replicate_key_owner_delta(ctx: Ctx, key: RStr, owner: RStr, delta: RStr) 
     rm!(RedisModule_Replicate(ctx, c"HINCRBY".as_ptr(), c"sss".as_ptr(), key, owner, delta) else 0);
 }
 
-pub fn replicate_pexpireat(ctx: Ctx, key: RStr, deadline: i64) {
-    let d: c_longlong = deadline;
-    rm!(RedisModule_Replicate(ctx, c"PEXPIREAT".as_ptr(), c"sl".as_ptr(), key, d) else 0);
+pub fn replicate_pexpireat(ctx: Ctx, key: RStr, deadline: RStr) {
+    rm!(RedisModule_Replicate(ctx, c"PEXPIREAT".as_ptr(), c"ss".as_ptr(), key, deadline) else 0);
 }
 
 /// Replicate `SET key value`, with `PXAT deadline` when given.

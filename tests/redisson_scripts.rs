@@ -424,90 +424,51 @@ fn exact_matches_only_everything_else_gets_luas_own_reply() {
     let (mut a, mut b) = (Conn::new(lua.port), Conn::new(native.port));
     load_all(&mut a);
     load_all(&mut b);
-    let acq = script("acquire").sha;
-    let unl = script("unlock-latch").sha;
-    let cases: Vec<Vec<String>> = vec![
-        // wrong numkeys / argument counts
-        vec!["EVALSHA".into(), acq.clone(), "2".into(), "k".into(), "30000".into(), "o".into()],
-        vec!["EVALSHA".into(), acq.clone(), "1".into(), "k".into(), "30000".into()],
-        vec!["EVALSHA".into(), acq.clone(), "0".into(), "30000".into(), "o".into()],
-        // a lease the script rejects, after writing
-        vec!["EVALSHA".into(), acq.clone(), "1".into(), "k".into(), "soon".into(), "o".into()],
-        vec!["EVALSHA".into(), acq.clone(), "1".into(), "k2".into(), "-1".into(), "o".into()],
-        // wrong type
-        vec!["SET".into(), "str".into(), "v".into()],
-        vec!["EVALSHA".into(), acq.clone(), "1".into(), "str".into(), "30000".into(), "o".into()],
-        // corrupt count
-        vec!["HSET".into(), "h".into(), "o".into(), "x".into()],
-        vec!["EVALSHA".into(), acq.clone(), "1".into(), "h".into(), "30000".into(), "o".into()],
-        // latch values Lua converts its own way
-        vec!["SET".into(), "latch".into(), "1.5".into()],
-        vec![
-            "EVALSHA".into(),
-            unl.clone(),
-            "3".into(),
-            "h".into(),
-            "c".into(),
-            "latch".into(),
-            "0".into(),
-            "1".into(),
-            "o".into(),
-            "PUBLISH".into(),
-            "10".into(),
-        ],
-        vec!["SET".into(), "latch".into(), "abc".into()],
-        vec![
-            "EVALSHA".into(),
-            unl.clone(),
-            "3".into(),
-            "h".into(),
-            "c".into(),
-            "latch".into(),
-            "0".into(),
-            "1".into(),
-            "o".into(),
-            "PUBLISH".into(),
-            "10".into(),
-        ],
-        vec!["SET".into(), "latch".into(), "0x10".into()],
-        vec![
-            "EVALSHA".into(),
-            unl.clone(),
-            "3".into(),
-            "h".into(),
-            "c".into(),
-            "latch".into(),
-            "0".into(),
-            "1".into(),
-            "o".into(),
-            "PUBLISH".into(),
-            "10".into(),
-        ],
-        // a publish command the script would run as given
-        vec!["HSET".into(), "p".into(), "o".into(), "1".into()],
-        vec![
-            "EVALSHA".into(),
-            script("unlock").sha,
-            "2".into(),
-            "p".into(),
-            "list".into(),
-            "0".into(),
-            "1000".into(),
-            "o".into(),
-            "RPUSH".into(),
-        ],
-        vec!["TYPE".into(), "list".into()],
-        // the same lock and token key: INCR on a hash, after the lock was written
-        vec![
-            "EVALSHA".into(),
-            script("fenced-acquire").sha,
-            "2".into(),
-            "same".into(),
-            "same".into(),
-            "30000".into(),
-            "o".into(),
-        ],
+    // One call per line: `{a}` / `{u}` / `{p}` / `{f}` stand for the SHA1s of the acquire,
+    // unlock-latch, unlock and fenced-acquire scripts.
+    let cases = "\
+        # wrong numkeys / argument counts
+        EVALSHA {a} 2 k 30000 o
+        EVALSHA {a} 1 k 30000
+        EVALSHA {a} 0 30000 o
+        # a lease the script rejects, after writing
+        EVALSHA {a} 1 k soon o
+        EVALSHA {a} 1 k2 -1 o
+        # wrong type
+        SET str v
+        EVALSHA {a} 1 str 30000 o
+        # corrupt count
+        HSET h o x
+        EVALSHA {a} 1 h 30000 o
+        # latch values Lua converts its own way
+        SET latch 1.5
+        EVALSHA {u} 3 h c latch 0 1 o PUBLISH 10
+        SET latch abc
+        EVALSHA {u} 3 h c latch 0 1 o PUBLISH 10
+        SET latch 0x10
+        EVALSHA {u} 3 h c latch 0 1 o PUBLISH 10
+        # a publish command the script would run as given
+        HSET p o 1
+        EVALSHA {p} 2 p list 0 1000 o RPUSH
+        TYPE list
+        # the same lock and token key: INCR on a hash, after the lock was written
+        EVALSHA {f} 2 same same 30000 o";
+    let shas = [
+        ("{a}", script("acquire").sha),
+        ("{u}", script("unlock-latch").sha),
+        ("{p}", script("unlock").sha),
+        ("{f}", script("fenced-acquire").sha),
     ];
+    let cases: Vec<Vec<String>> = cases
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let word = |w: &str| shas.iter().find(|(k, _)| *k == w).map_or(w.to_string(), |(_, v)| v.clone());
+            l.split_whitespace().map(word).collect()
+        })
+        .collect();
+    assert_eq!(cases.len(), 19);
     for argv in cases {
         let v: Vec<Vec<u8>> = argv.iter().map(|s| s.clone().into_bytes()).collect();
         assert_eq!(a.call(&v), b.call(&v), "{argv:?}");
