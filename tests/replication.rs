@@ -1075,38 +1075,80 @@ fn handoffs_and_expiry_grants_replicate_exactly() {
 /// replica without the module exactly like the master, including on keys another client made.
 #[test]
 fn effects_through_the_command_argv_replicate_exactly() {
-    let master = Server::start();
+    let mut master = Server::start_opts(common::scripts::native_opts());
     let replica = Server::start_opts(Opts::default().without_module());
     replica.replicate_from(&master);
+    let tap = Tap::attach(&master);
     let mut m = master.conn();
     let mut r = replica.conn();
-    let cmds: Vec<Vec<&str>> = vec![
-        vec!["LOCK.ACQUIRE", "new", "o", "40000"], // HINCRBY + PEXPIREAT NX
-        vec!["LOCK.ACQUIRE", "new", "o", "50000"], // reentry: PEXPIREAT XX
-        vec!["HSET", "foreign", "o", "1"],         // a lock without TTL, made by someone else
-        vec!["LOCK.ACQUIRE", "foreign", "o", "60000"], // reentry on a key without TTL: NX
-        vec!["LOCK.RENEW", "new", "o", "70000"],   // PEXPIREAT XX
-        vec!["LOCK.RELEASE", "new", "o", "80000"], // partial with lease: HINCRBY -1 + XX
-        vec!["LOCK.RELEASE", "new", "o"],          // full: DEL new new + PUBLISH
-        vec!["LOCK.FORCERELEASE", "foreign"],      // DEL foreign
-        vec!["LOCK.ACQUIRE", "w", "o", "30000", "WAIT", "10"], // 6 slots: HSET w o 1 o 1, PEXPIREAT NX NX NX
-        vec!["LOCK.ACQUIRE", "w", "o", "31000", "WAIT", "10"], // HSET w o 2 o 2, PEXPIREAT XX XX XX
-        vec!["LOCK.ACQUIRE", "w", "o", "32000", "FENCE"], // 5 slots: RM_Replicate HINCRBY, PEXPIREAT XX XX
-        vec!["LOCK.ACQUIRE", "f", "o", "33000", "WAIT", "10", "FENCE"], // 7 slots: NX NX NX NX
-        vec!["LOCK.RELEASE", "w", "o", "34000"],   // HINCRBY -1, PEXPIREAT XX
-        vec!["LOCK.RELEASE", "w", "o"],
-        vec!["LOCK.RELEASE", "w", "o"], // DEL w w, PUBLISH
-        vec!["LOCK.FORCERELEASE", "f"],
-        vec!["LOCK.ACQUIRE", "w", "o", "30000", "WAIT", "10"], // a new lock again
+    // Each command with the effects it must propagate (`<d>` = an absolute deadline, `<t>` = a
+    // token): the forms that fit the command's argv, and RM_Replicate's for the others.
+    let acquire = common::scripts::script("acquire").sha;
+    let unlock = common::scripts::script("unlock").sha;
+    let unlock_r = format!("EVALSHA {unlock} 2 r redisson_lock__channel:{{r}} 0 30000 o PUBLISH");
+    let acquire_r = format!("EVALSHA {acquire} 1 r 30000 o");
+    let cmds: Vec<(&str, &str)> = vec![
+        // Redisson's scripts run natively: 6 slots (acquire), 9 slots (unlock).
+        (&acquire_r, "HSET r o 1 o 1 | PEXPIREAT r <d> NX NX NX"),
+        (&acquire_r, "HSET r o 2 o 2 | PEXPIREAT r <d> XX XX XX"),
+        (&unlock_r, "HINCRBY r o -1 | PEXPIREAT r <d> XX XX XX XX XX XX"),
+        (&unlock_r, "DEL r r r r r r r r | PUBLISH redisson_lock__channel:{r} 0"),
+        ("LOCK.ACQUIRE new o 40000", "HINCRBY new o 1 | PEXPIREAT new <d> NX"),
+        ("LOCK.ACQUIRE new o 50000", "HINCRBY new o 1 | PEXPIREAT new <d> XX"),
+        ("HSET foreign o 1", "HSET foreign o 1"), // a lock without TTL, made by someone else
+        ("LOCK.ACQUIRE foreign o 60000", "HINCRBY foreign o 1 | PEXPIREAT foreign <d> NX"),
+        ("LOCK.RENEW new o 70000", "PEXPIREAT new <d> XX"),
+        ("LOCK.RELEASE new o 80000", "HINCRBY new o -1 | PEXPIREAT new <d> XX"),
+        ("LOCK.RELEASE new o", "DEL new new | PUBLISH redisson_lock__channel:{new} 0"),
+        ("LOCK.FORCERELEASE foreign", "DEL foreign | PUBLISH redisson_lock__channel:{foreign} 0"),
+        ("LOCK.ACQUIRE w o 30000 WAIT 10", "HSET w o 1 o 1 | PEXPIREAT w <d> NX NX NX"),
+        ("LOCK.ACQUIRE w o 31000 WAIT 10", "HSET w o 2 o 2 | PEXPIREAT w <d> XX XX XX"),
+        (
+            "LOCK.ACQUIRE w o 32000 FENCE",
+            "HINCRBY w o 1 | PEXPIREAT w <d> XX XX | SET redisson_lock_token:{w} <t>",
+        ),
+        (
+            "LOCK.ACQUIRE f o 33000 WAIT 10 FENCE",
+            "HINCRBY f o 1 | PEXPIREAT f <d> NX NX NX NX | SET redisson_lock_token:{f} <t>",
+        ),
+        ("LOCK.RELEASE w o 34000", "HINCRBY w o -1 | PEXPIREAT w <d> XX"),
+        ("LOCK.RELEASE w o", "HINCRBY w o -1"),
+        ("LOCK.RELEASE w o", "DEL w w | PUBLISH redisson_lock__channel:{w} 0"),
+        ("LOCK.FORCERELEASE f", "DEL f | PUBLISH redisson_lock__channel:{f} 0"),
+        ("LOCK.ACQUIRE w o 30000 WAIT 10", "HSET w o 1 o 1 | PEXPIREAT w <d> NX NX NX"),
     ];
-    for c in &cmds {
-        let mut q = redis::cmd(c[0]);
-        for a in &c[1..] {
-            q.arg(*a);
+    let shape = |cmd: &[Bytes]| -> String {
+        let word = |(i, a): (usize, &Bytes)| {
+            let t = String::from_utf8_lossy(a).into_owned();
+            match t.parse::<i64>() {
+                Ok(n) if n > 1_000_000_000_000_000 => "<t>".to_string(),
+                Ok(n) if n > 1_000_000_000_000 && i == 2 => "<d>".to_string(),
+                _ if i == 0 => t.to_ascii_uppercase(),
+                _ => t,
+            }
+        };
+        cmd.iter().enumerate().map(word).collect::<Vec<_>>().join(" ")
+    };
+    for (c, want) in &cmds {
+        let mut q = redis::Cmd::new();
+        for a in c.split(' ') {
+            q.arg(a);
         }
         let _: Value = q.query(&mut m).expect("command");
+        let got: Vec<String> = tap
+            .drain(&mut m)
+            .iter()
+            .filter(|x| {
+                !["MULTI", "EXEC", "SELECT", "PING", "REPLCONF"]
+                    .iter()
+                    .any(|n| x[0].eq_ignore_ascii_case(n.as_bytes()))
+            })
+            .filter(|x| !x.get(1).is_some_and(|k| k.starts_with(b"tap-marker-")))
+            .map(|x| shape(x))
+            .collect();
+        assert_eq!(got.join(" | "), *want, "effects of {c}");
         wait_replicas(&mut m, 1, &mut [&mut r]);
-        for k in ["new", "foreign", "w", "f", "redisson_lock_token:{w}", "redisson_lock_token:{f}"] {
+        for k in ["new", "foreign", "w", "f", "r", "redisson_lock_token:{w}", "redisson_lock_token:{f}"] {
             assert_eq!(key_state(&mut r, k.as_bytes()), key_state(&mut m, k.as_bytes()), "{k} after {c:?}");
         }
     }
@@ -1114,4 +1156,5 @@ fn effects_through_the_command_argv_replicate_exactly() {
     assert_eq!(ttl, -2, "foreign was force-released");
     let exp: i64 = redis::cmd("PEXPIRETIME").arg("w").query(&mut r).unwrap();
     assert!(exp > 0, "w has its lease on the replica");
+    master.assert_alive();
 }
