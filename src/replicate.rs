@@ -70,16 +70,11 @@ fn word(pick: fn(&Words) -> usize) -> RStr {
 /// make every effect as long as themselves in the replication stream: they use RM_Replicate.
 const MAX_SLOTS: usize = 12;
 
-/// How many times `tail` repeats after `base` to fill exactly `argc` slots, if it can.
-fn repeats(base: usize, tail: usize, argc: usize) -> Option<usize> {
-    if argc > MAX_SLOTS || argc < base {
-        return None;
-    }
-    let extra = argc - base;
-    match tail {
-        0 => (extra == 0).then_some(0),
-        t => extra.is_multiple_of(t).then_some(extra / t),
-    }
+/// Whether `base` followed by whole repeats of `tail` fills exactly `argc` slots.
+fn fits(base: usize, tail: usize, argc: usize) -> bool {
+    argc <= MAX_SLOTS
+        && argc >= base
+        && if tail == 0 { argc == base } else { (argc - base).is_multiple_of(tail) }
 }
 
 /// Propagate `base` followed by `tail` repeated as often as it takes to fill the running
@@ -87,10 +82,7 @@ fn repeats(base: usize, tail: usize, argc: usize) -> Option<usize> {
 /// deletes twice, a field HSET sets twice, a PEXPIREAT flag). False when it does not fit.
 fn in_place(ctx: Ctx, base: &[RStr], tail: &[RStr]) -> bool {
     let (argv, argc) = CURRENT.with(Cell::get);
-    if argv == 0 || base.iter().chain(tail).any(|s| s.is_null()) {
-        return false;
-    }
-    if repeats(base.len(), tail.len(), argc).is_none() {
+    if argv == 0 || !fits(base.len(), tail.len(), argc) || base.iter().chain(tail).any(|s| s.is_null()) {
         return false;
     }
     let Some(f) = rm::api!(RedisModule_ReplicateVerbatim) else { return false };
@@ -100,12 +92,8 @@ fn in_place(ctx: Ctx, base: &[RStr], tail: &[RStr]) -> bool {
     unsafe {
         let slots = std::slice::from_raw_parts_mut(argv as *mut RStr, argc);
         let mut saved: [RStr; MAX_SLOTS] = [null_mut(); MAX_SLOTS];
-        let (head, rest) = slots.split_at_mut(base.len());
-        let (keep_head, keep_rest) = saved.split_at_mut(base.len());
-        for ((slot, keep), new) in head.iter_mut().zip(keep_head.iter_mut()).zip(base) {
-            *keep = std::mem::replace(slot, *new);
-        }
-        for ((slot, keep), new) in rest.iter_mut().zip(keep_rest.iter_mut()).zip(tail.iter().cycle()) {
+        let effect = base.iter().chain(tail.iter().cycle());
+        for ((slot, keep), new) in slots.iter_mut().zip(saved.iter_mut()).zip(effect) {
             *keep = std::mem::replace(slot, *new);
         }
         f(ctx);
@@ -172,17 +160,17 @@ mod tests {
 
     #[test]
     fn effects_fill_the_argv_only_by_whole_repeats_of_their_tail() {
-        assert_eq!(repeats(4, 0, 4), Some(0));
-        assert_eq!(repeats(4, 0, 5), None);
-        assert_eq!(repeats(3, 1, 3), Some(0));
-        assert_eq!(repeats(3, 1, 6), Some(3));
-        assert_eq!(repeats(4, 2, 6), Some(1));
-        assert_eq!(repeats(4, 2, 7), None);
-        assert_eq!(repeats(2, 1, 2), Some(0));
-        assert_eq!(repeats(2, 1, 1), None);
-        assert_eq!(repeats(3, 1, MAX_SLOTS), Some(MAX_SLOTS - 3));
-        assert_eq!(repeats(3, 1, MAX_SLOTS + 1), None);
-        assert_eq!(repeats(2, 1, 204), None, "a 100-key batch is not padded");
+        assert!(fits(4, 0, 4));
+        assert!(!fits(4, 0, 5));
+        assert!(fits(3, 1, 3));
+        assert!(fits(3, 1, 6));
+        assert!(fits(4, 2, 6));
+        assert!(!fits(4, 2, 7));
+        assert!(fits(2, 1, 2));
+        assert!(!fits(2, 1, 1));
+        assert!(fits(3, 1, MAX_SLOTS));
+        assert!(!fits(3, 1, MAX_SLOTS + 1));
+        assert!(!fits(2, 1, 204), "a 100-key batch is not padded");
     }
 
     #[test]

@@ -267,18 +267,7 @@ impl Key {
         if self.kind() == KeyKind::Empty {
             return -2;
         }
-        match api!(RedisModule_GetAbsExpire) {
-            Some(f) => {
-                // SAFETY: `self.ptr` is an open key of this context.
-                let d = unsafe { f(self.ptr) };
-                if d < 0 {
-                    -1
-                } else {
-                    d.saturating_sub(millis()).max(0)
-                }
-            }
-            None => rm!(RedisModule_GetExpire(self.ptr) else -1),
-        }
+        self.deadline().map_or(-1, |d| d.saturating_sub(millis()).max(0))
     }
 
     /// Absolute expiry in unix ms, `None` without a TTL (or without a key).
