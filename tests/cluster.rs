@@ -773,11 +773,6 @@ fn waiter_on_a_migrating_slot_is_never_granted_on_the_old_node() {
     c.assert_all_alive();
 }
 
-fn repl_offset(con: &mut Connection, field: &str) -> i64 {
-    let info: String = redis::cmd("INFO").arg("replication").query(con).unwrap_or_default();
-    info.lines().find_map(|l| l.trim().strip_prefix(field)?.strip_prefix(':')?.parse().ok()).unwrap_or(-1)
-}
-
 #[test]
 fn cluster_failover_keeps_locks() {
     let mut c = Cluster::start();
@@ -791,11 +786,9 @@ fn cluster_failover_keeps_locks() {
     assert_eq!(c.routed(&acquire(key, "o:1", 60000)), Value::Nil);
     // The writes went through the cluster client's connection, and WAIT only covers the calling
     // connection's own writes: wait for the replica's offset to reach the master's instead.
-    let target = repl_offset(c.con(master), "master_repl_offset");
-    let caught_up = wait_for(Duration::from_secs(10), || {
-        (repl_offset(c.con(replica), "slave_repl_offset") >= target).then_some(())
-    });
-    assert!(caught_up.is_some(), "the replica reached the master's offset {target}");
+    let mut m = c.server(master).conn();
+    let caught_up = replica_caught_up(&mut m, c.con(replica), Duration::from_secs(10));
+    assert!(caught_up, "the replica reached the master's offset");
     let h = hgetall(c.con(master), key);
     let pt = pexpiretime(c.con(master), key);
     assert_eq!(h, BTreeMap::from([("o:1".to_string(), "2".to_string())]));

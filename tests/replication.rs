@@ -55,14 +55,6 @@ fn server_ms(con: &mut redis::Connection) -> i64 {
     s * 1000 + us / 1000
 }
 
-fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> i64 {
-    let info: String = redis::cmd("INFO").arg(section).query(con).expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix(field).and_then(|r| r.strip_prefix(':')))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no INFO {section} field {field}:\n{info}"))
-}
-
 /// `WAIT n 5000` on the master connection that did the writes must report all `n` replicas
 /// caught up. Then, because WAIT only covers that connection's own writes (not writes done by
 /// module timers or other clients), also wait until every replica in `replicas` has processed
@@ -70,12 +62,9 @@ fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> i64 {
 fn wait_replicas(master: &mut redis::Connection, n: i64, replicas: &mut [&mut redis::Connection]) {
     let got: i64 = redis::cmd("WAIT").arg(n).arg(5000).query(master).expect("WAIT");
     assert_eq!(got, n, "WAIT {n} 5000 returned {got}: replicas did not acknowledge in 5 s");
-    let offset = info_field(master, "replication", "master_repl_offset");
     for (i, r) in replicas.iter_mut().enumerate() {
-        let ok = wait_for(Duration::from_secs(10), || {
-            (info_field(r, "replication", "slave_repl_offset") >= offset).then_some(())
-        });
-        assert!(ok.is_some(), "replica {i} did not reach master offset {offset} within 10 s");
+        let ok = replica_caught_up(master, r, Duration::from_secs(10));
+        assert!(ok, "replica {i} did not reach the master's offset within 10 s");
     }
 }
 
@@ -572,7 +561,7 @@ fn random_sequence_replicas_with_and_without_module_match_master() {
 
     // The run covered what it is meant to cover.
     let info = lock_info(&mut m);
-    let expired = info_field(&mut m, "stats", "expired_keys");
+    let expired = info_int(&mut m, "stats", "expired_keys");
     println!("seed {seed}: expired_keys={expired} lock stats {info:?}");
     for f in ["acquires_new", "acquires_reentrant", "acquires_contended", "releases_partial", "releases_full"]
     {

@@ -288,13 +288,6 @@ fn assert_no_message(sub: &mut Raw, what: &str) {
     }
 }
 
-fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> i64 {
-    let info: String = redis::cmd("INFO").arg(section).query(c).expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().parse().expect("int field")))
-        .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
-}
-
 // ---- 1. FIFO ----------------------------------------------------------------------------------
 
 #[test]
@@ -1021,13 +1014,9 @@ fn replicas_match_after_many_handoffs() {
     let min = (keys.len() * rounds * 2) as i64;
     assert!((min..=min + keys.len() as i64).contains(&timer_grants), "timer grants {timer_grants}");
     // WAIT only covers this connection's own writes (none): compare replication offsets.
-    let offset = info_field(&mut c, "replication", "master_repl_offset");
     for r in [&r1, &r2] {
-        let mut rc = r.conn();
-        let caught_up = wait_for(Duration::from_secs(20), || {
-            (info_field(&mut rc, "replication", "slave_repl_offset") >= offset).then_some(())
-        });
-        assert!(caught_up.is_some(), "replica on port {} did not reach offset {offset}", r.port);
+        let caught_up = replica_caught_up(&mut c, &mut r.conn(), Duration::from_secs(20));
+        assert!(caught_up, "replica on port {} did not reach the master's offset", r.port);
     }
 
     let snapshot = |con: &mut redis::Connection| -> BTreeMap<String, (BTreeMap<String, String>, i64)> {
@@ -1078,8 +1067,8 @@ fn ten_thousand_waiters_time_out_cleanly() {
     eprintln!("server maxclients {}, fd limit {limit}, waiters {n}", maxclients[1]);
     let timed_out0 = stat(&mut c, "waits_timed_out");
     let _: () = redis::cmd("MEMORY").arg("PURGE").query(&mut c).unwrap_or(());
-    let base_mem = info_field(&mut c, "memory", "used_memory");
-    let base_clients = info_field(&mut c, "clients", "connected_clients");
+    let base_mem = info_int(&mut c, "memory", "used_memory");
+    let base_clients = info_int(&mut c, "clients", "connected_clients");
 
     let t0 = Instant::now();
     let mut conns: Vec<Raw> = (0..n).map(|_| Raw::connect(s.port)).collect();
@@ -1110,7 +1099,7 @@ fn ten_thousand_waiters_time_out_cleanly() {
     }
     let mut last = 0;
     let gone = wait_for(Duration::from_secs(30), || {
-        last = info_field(&mut c, "clients", "connected_clients");
+        last = info_int(&mut c, "clients", "connected_clients");
         (last <= base_clients).then_some(())
     });
     assert!(gone.is_some(), "clients still connected: {last}");
@@ -1121,7 +1110,7 @@ fn ten_thousand_waiters_time_out_cleanly() {
     // 50 clients per 100 ms (modulesCron): after 10 000 concurrent waiters (~340 MB) it takes
     // Redis itself ~40 s to give that memory back. Bounded at 90 s.
     let back = wait_for(Duration::from_secs(90), || {
-        mem = info_field(&mut c, "memory", "used_memory");
+        mem = info_int(&mut c, "memory", "used_memory");
         (mem - base_mem < 4 * 1024 * 1024).then_some(())
     });
     eprintln!(

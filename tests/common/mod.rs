@@ -276,6 +276,28 @@ pub fn lock_info(con: &mut redis::Connection) -> std::collections::HashMap<Strin
         .collect()
 }
 
+/// An integer field of `INFO <section>`; panics when the field is missing.
+pub fn info_int(con: &mut redis::Connection, section: &str, field: &str) -> i64 {
+    let info: String = redis::cmd("INFO").arg(section).query(con).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix(field).and_then(|r| r.strip_prefix(':')))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no INFO {section} field {field}:\n{info}"))
+}
+
+/// Wait up to `limit` for the replica behind `replica` to process the master's replication
+/// stream up to its current offset. `WAIT` is no substitute: it only covers the writes of the
+/// connection that calls it, not those of other clients or of module timers.
+pub fn replica_caught_up(
+    master: &mut redis::Connection,
+    replica: &mut redis::Connection,
+    limit: Duration,
+) -> bool {
+    let offset = info_int(master, "replication", "master_repl_offset");
+    wait_for(limit, || (info_int(replica, "replication", "slave_repl_offset") >= offset).then_some(()))
+        .is_some()
+}
+
 pub fn stat(con: &mut redis::Connection, name: &str) -> i64 {
     lock_info(con)
         .get(name)
