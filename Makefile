@@ -37,12 +37,13 @@ build: deps ## build target/release/libredis_lock.so
 run: build ## start redis-server on 127.0.0.1:$(PORT) with the module (Ctrl-C stops it)
 	redis-server redis.conf.example --port $(PORT) --loadmodule $(CURDIR)/$(MODULE)
 
-test: deps ## a short fuzz run, then every test: Rust unit and integration, the Python client's suite
+test: deps ## a short fuzz run, then every test: Rust unit and integration (module and bench), the Python client's suite
 	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	@mkdir -p target
 	@rm -f target/test.log target/pytest.xml
 	@status=0; \
 	set -o pipefail; $(CARGO) test --all-targets 2>&1 | tee target/test.log || status=1; \
+	$(CARGO) test --manifest-path bench/Cargo.toml 2>&1 | tee -a target/test.log || status=1; \
 	$(MAKE) --no-print-directory test-python || status=1; \
 	python3 scripts/test_summary.py target/test.log target/pytest.xml; \
 	exit $$status

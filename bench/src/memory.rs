@@ -1,4 +1,4 @@
-//! Scenario "memory": memory. Bytes per held lock (MEMORY USAGE of a lock vs the same hash made with
+//! Scenario "memory": bytes per held lock (MEMORY USAGE of a lock vs the same hash made with
 //! HSET; used_memory delta over many locks) and per blocked WAIT client (used_memory delta when
 //! the same connections go from idle to blocked).
 
