@@ -1,14 +1,8 @@
--- Redisson watchdog renewal (batched form, 3.44+), reimplemented from the algorithm.
--- KEYS[i] = lock hash i; ARGV[1] = lease ms; ARGV[i + 1] = the owner renewing KEYS[i].
--- Reply: an array with 1 (lease reset) or 0 (owner field absent) per key.
-local lease = ARGV[1]
-local out = {}
-for i, lock in ipairs(KEYS) do
-    if redis.call('hexists', lock, ARGV[i + 1]) == 1 then
-        redis.call('pexpire', lock, lease)
-        out[i] = 1
-    else
-        out[i] = 0
-    end
+-- Redisson watchdog renewal of one lock (up to 3.43), reimplemented from the algorithm.
+-- KEYS[1] = lock hash; ARGV[1] = lease ms; ARGV[2] = owner.
+-- Reply 1 (lease reset) when the owner holds the lock, else 0.
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return 1
 end
-return out
+return 0

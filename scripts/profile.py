@@ -28,7 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ACQUIRE_LUA = (REPO / "lua" / "acquire.lua").read_bytes()
-RENEW_LUA = (REPO / "lua" / "renew.lua").read_bytes()
+RENEW_LUA = (REPO / "lua" / "renew-batch.lua").read_bytes()
 BATCH = 100
 
 

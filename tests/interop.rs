@@ -1,4 +1,4 @@
-//! Interoperability with Redisson: our own Lua implementation of the RLock scripts (tests/lua/)
+//! Interoperability with Redisson: our own Lua implementation of the RLock scripts (lua/)
 //! and LOCK.* on the same keys, in both directions, compared with a pure-Lua reference key.
 
 mod common;
@@ -14,9 +14,9 @@ use rand::{Rng, SeedableRng};
 use resp::{Conn, Msg, Sub, R};
 
 const ACQUIRE_LUA: &str = include_str!("../lua/acquire.lua");
-const UNLOCK_LUA: &str = include_str!("../lua/unlock.lua");
-const FORCE_UNLOCK_LUA: &str = include_str!("../lua/force_unlock.lua");
-const RENEW_LUA: &str = include_str!("../lua/renew.lua");
+const UNLOCK_LUA: &str = include_str!("../lua/unlock-latch.lua");
+const FORCE_UNLOCK_LUA: &str = include_str!("../lua/forceunlock.lua");
+const RENEW_LUA: &str = include_str!("../lua/renew-batch.lua");
 
 /// Tolerance when comparing PTTLs taken at slightly different moments on two keys. Leases used
 /// in the sequences differ by at least 10 s, so a wrong lease can never hide inside it.

@@ -11,8 +11,8 @@ use redis::Value;
 /// channel, latch; ARGV message, lease, owner, publish command, latch PX) and the 3.22 unlock
 /// without latch (KEYS lock, channel; ARGV message, lease, owner, publish command).
 pub const ACQUIRE: &str = include_str!("../../lua/acquire.lua");
-pub const UNLOCK: &str = include_str!("../../lua/unlock.lua");
-pub const UNLOCK_NO_LATCH: &str = include_str!("../../lua/unlock_no_latch.lua");
+pub const UNLOCK: &str = include_str!("../../lua/unlock-latch.lua");
+pub const UNLOCK_NO_LATCH: &str = include_str!("../../lua/unlock.lua");
 
 /// Latch PX at Redisson's defaults: (timeout 3000 + retryDelay 1000..2000) x 4 attempts.
 pub const LATCH_PX: &str = "16000";

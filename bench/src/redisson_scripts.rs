@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const ACQUIRE: &[u8] = include_bytes!("../../lua/acquire.lua");
-const UNLOCK: &[u8] = include_bytes!("../../lua/unlock.lua");
-const RENEW_BATCH: &[u8] = include_bytes!("../../lua/renew.lua");
+const UNLOCK: &[u8] = include_bytes!("../../lua/unlock-latch.lua");
+const RENEW_BATCH: &[u8] = include_bytes!("../../lua/renew-batch.lua");
 const LEASE: i64 = 30_000;
 const BATCH: usize = 100;
 

@@ -17,15 +17,15 @@ pub struct OwnScript {
 pub fn own_scripts() -> Vec<OwnScript> {
     let files: [(&str, &[u8]); 10] = [
         ("acquire", include_bytes!("../../lua/acquire.lua")),
-        ("unlock-publish", include_bytes!("../../lua/unlock_publish.lua")),
-        ("unlock", include_bytes!("../../lua/unlock_no_latch.lua")),
-        ("unlock-latch", include_bytes!("../../lua/unlock.lua")),
-        ("forceunlock-publish", include_bytes!("../../lua/force_unlock_publish.lua")),
-        ("forceunlock", include_bytes!("../../lua/force_unlock.lua")),
-        ("renew", include_bytes!("../../lua/renew_one.lua")),
-        ("renew-batch", include_bytes!("../../lua/renew.lua")),
-        ("fenced-acquire", include_bytes!("../../lua/fenced_acquire.lua")),
-        ("fenced-acquire-plain", include_bytes!("../../lua/fenced_acquire_plain.lua")),
+        ("unlock-publish", include_bytes!("../../lua/unlock-publish.lua")),
+        ("unlock", include_bytes!("../../lua/unlock.lua")),
+        ("unlock-latch", include_bytes!("../../lua/unlock-latch.lua")),
+        ("forceunlock-publish", include_bytes!("../../lua/forceunlock-publish.lua")),
+        ("forceunlock", include_bytes!("../../lua/forceunlock.lua")),
+        ("renew", include_bytes!("../../lua/renew.lua")),
+        ("renew-batch", include_bytes!("../../lua/renew-batch.lua")),
+        ("fenced-acquire", include_bytes!("../../lua/fenced-acquire.lua")),
+        ("fenced-acquire-plain", include_bytes!("../../lua/fenced-acquire-plain.lua")),
     ];
     files
         .into_iter()

@@ -11,7 +11,7 @@
 //! replica. Some critical sections also pause longer than their lease (a GC pause).
 //!
 //! Run twice: tokens from `LOCK.ACQUIRE ... FENCE`, and tokens from a plain counter (Redisson's
-//! `RFencedLock` algorithm, INCR of the token key, our own Lua in `lua/fenced_acquire.lua`).
+//! `RFencedLock` algorithm, INCR of the token key, our own Lua in `lua/fenced-acquire.lua`).
 //! For each: failovers, grants, overlapping holders (a client entered while another still
 //! believed it held the lock), writes accepted, stale writes rejected, the current holder's
 //! writes rejected, and stale writes accepted: writes of a superseded grant (a newer grant has
@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const FENCED_LUA: &str = include_str!("../../../lua/fenced_acquire.lua");
+const FENCED_LUA: &str = include_str!("../../../lua/fenced-acquire.lua");
 const LOCK: &str = "chaos:resource";
 const TOKEN_KEY: &str = "redisson_lock_token:{chaos:resource}";
 const LEASE_MS: i64 = 100;

@@ -38,7 +38,7 @@ def redisson_acquire(r: redis.Redis, key: str, owner: str = JAVA, lease: int = 3
 def redisson_unlock(r: redis.Redis, key: str, owner: str = JAVA) -> Any:
     channel = f"redisson_lock__channel:{{{key}}}"
     latch = f"redisson_unlock_latch:{{{key}}}:{uuid.uuid4().hex}"  # a new request id per unlock
-    return r.eval(lua_script("unlock"), 3, key, channel, latch, 0, 30000, owner, "PUBLISH", 16000)
+    return r.eval(lua_script("unlock-latch"), 3, key, channel, latch, 0, 30000, owner, "PUBLISH", 16000)
 
 
 def acquire_in_thread(lock: redislock.Lock, result: list[bool]) -> threading.Thread:
@@ -94,7 +94,7 @@ def test_redisson_holder_and_waiter(shared: Any, mode: str) -> None:
     pubsub = r.pubsub()
     pubsub.subscribe(f"redisson_lock__channel:{{{key}}}")
     assert pubsub.get_message(timeout=5)["type"] == "subscribe"  # type: ignore[index]
-    renew = r.eval(lua_script("renew"), 1, key, 30000, f"{client.id}:{t.ident}")
+    renew = r.eval(lua_script("renew-batch"), 1, key, 30000, f"{client.id}:{t.ident}")
     assert renew == [1]  # Redisson's watchdog sees our hold in the same layout
     assert redisson_unlock(r, key) is None  # not Java's to unlock
     assert r.exists(key) == 1
