@@ -37,13 +37,14 @@ build: deps ## build target/release/libredis_lock.so
 run: build ## start redis-server on 127.0.0.1:$(PORT) with the module (Ctrl-C stops it)
 	redis-server redis.conf.example --port $(PORT) --loadmodule $(CURDIR)/$(MODULE)
 
-test: deps ## a short fuzz run, then every test: Rust unit and integration (module and bench), the Python client's suite
+test: deps ## a short fuzz run, then every test: Rust unit and integration (module, bench, testkit), the Python client's suite
 	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	@mkdir -p target
 	@rm -f target/test.log target/pytest.xml
 	@status=0; \
 	set -o pipefail; $(CARGO) test --all-targets 2>&1 | tee target/test.log || status=1; \
 	$(CARGO) test --manifest-path bench/Cargo.toml 2>&1 | tee -a target/test.log || status=1; \
+	$(CARGO) test --manifest-path testkit/Cargo.toml --target-dir target/testkit 2>&1 | tee -a target/test.log || status=1; \
 	$(MAKE) --no-print-directory test-python || status=1; \
 	python3 scripts/test_summary.py target/test.log target/pytest.xml; \
 	exit $$status
@@ -70,6 +71,7 @@ lint: lint-python ## rustfmt, clippy, and ruff + mypy (strict) on the Python cli
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 	cd bench && $(CARGO) fmt -- --check && $(CARGO) clippy --all-targets -- -D warnings
+	cd testkit && $(CARGO) fmt -- --check && $(CARGO) clippy --all-targets --target-dir ../target/testkit -- -D warnings
 
 lint-python: python-venv
 	cd clients/python && $(PY)/ruff check src tests bench && $(PY)/ruff format --check src tests bench && $(PY)/mypy

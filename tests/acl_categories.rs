@@ -5,9 +5,7 @@
 mod common;
 use common::*;
 
-macro_rules! cmd {
-    ($c:expr, $($a:expr),+ $(,)?) => { $c.call(&[$(crate::common::resp::Arg::arg(&$a)),+]) };
-}
+use testkit::cmd;
 
 use resp::{Conn, R};
 

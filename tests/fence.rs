@@ -6,9 +6,7 @@
 mod common;
 use common::*;
 
-macro_rules! cmd {
-    ($c:expr, $($a:expr),+ $(,)?) => { $c.call(&[$(crate::common::resp::Arg::arg(&$a)),+]) };
-}
+use testkit::cmd;
 
 use resp::{Conn, R};
 use std::process::Command;

@@ -5,10 +5,7 @@ mod common;
 use common::resp;
 use common::*;
 
-/// `cmd!(conn, "LOCK.ACQUIRE", key, owner, 30000)` → the raw reply.
-macro_rules! cmd {
-    ($c:expr, $($a:expr),+ $(,)?) => { $c.call(&[$(crate::common::resp::Arg::arg(&$a)),+]) };
-}
+use testkit::cmd;
 
 use rand::{Rng, SeedableRng};
 use resp::{Conn, Msg, Sub, R};

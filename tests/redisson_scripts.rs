@@ -11,9 +11,7 @@ mod common;
 use common::scripts::{self, assert_same_keyspace, load_all, native_opts, own_scripts, script};
 use common::*;
 
-macro_rules! cmd {
-    ($c:expr, $($a:expr),+ $(,)?) => { $c.call(&[$(crate::common::resp::Arg::arg(&$a)),+]) };
-}
+use testkit::cmd;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

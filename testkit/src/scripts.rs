@@ -1,11 +1,44 @@
-//! Our own Lua implementations of Redisson's lock scripts (`lua/`), registered with a native
-//! server through `lock.redisson-extra-scripts` so they drive the same native code paths as
-//! Redisson's own SHA1s, and keyspace snapshots to compare two servers.
-#![allow(dead_code)]
+//! Our own Lua implementation of every Redisson lock script kind (`lua/<kind>.lua`, written from
+//! the documented algorithm, never Redisson's text), registered with a native server through
+//! `lock.redisson-extra-scripts` so they drive the same native code paths as Redisson's own
+//! SHA1s; and keyspace snapshots to compare two servers.
+//!
+//! File names are the kind names of `src/redisson_scripts.rs` (`Kind::name`), the names used in
+//! `lock.redisson-extra-scripts` and in `INFO lock`.
 
-use super::resp::{Conn, R};
-use super::Opts;
+use crate::resp::{Conn, R};
+use crate::server::Opts;
 use std::collections::BTreeMap;
+
+pub const ACQUIRE: &str = include_str!("../../lua/acquire.lua");
+pub const UNLOCK_PUBLISH: &str = include_str!("../../lua/unlock-publish.lua");
+pub const UNLOCK: &str = include_str!("../../lua/unlock.lua");
+pub const UNLOCK_LATCH: &str = include_str!("../../lua/unlock-latch.lua");
+pub const FORCEUNLOCK_PUBLISH: &str = include_str!("../../lua/forceunlock-publish.lua");
+pub const FORCEUNLOCK: &str = include_str!("../../lua/forceunlock.lua");
+pub const RENEW: &str = include_str!("../../lua/renew.lua");
+pub const RENEW_BATCH: &str = include_str!("../../lua/renew-batch.lua");
+pub const FENCED_ACQUIRE: &str = include_str!("../../lua/fenced-acquire.lua");
+pub const FENCED_ACQUIRE_PLAIN: &str = include_str!("../../lua/fenced-acquire-plain.lua");
+
+/// (kind, source) of every script, in the order of the module's kind table.
+pub const SOURCES: [(&str, &str); 10] = [
+    ("acquire", ACQUIRE),
+    ("unlock-publish", UNLOCK_PUBLISH),
+    ("unlock", UNLOCK),
+    ("unlock-latch", UNLOCK_LATCH),
+    ("forceunlock-publish", FORCEUNLOCK_PUBLISH),
+    ("forceunlock", FORCEUNLOCK),
+    ("renew", RENEW),
+    ("renew-batch", RENEW_BATCH),
+    ("fenced-acquire", FENCED_ACQUIRE),
+    ("fenced-acquire-plain", FENCED_ACQUIRE_PLAIN),
+];
+
+/// The source of one kind's script; panics on an unknown kind.
+pub fn lua(kind: &str) -> &'static str {
+    SOURCES.iter().find(|(k, _)| *k == kind).map(|(_, s)| *s).unwrap_or_else(|| panic!("no script {kind}"))
+}
 
 pub struct OwnScript {
     pub kind: &'static str,
@@ -15,21 +48,12 @@ pub struct OwnScript {
 
 /// Every script kind, implemented from the documented algorithm (never Redisson's text).
 pub fn own_scripts() -> Vec<OwnScript> {
-    let files: [(&str, &[u8]); 10] = [
-        ("acquire", include_bytes!("../../lua/acquire.lua")),
-        ("unlock-publish", include_bytes!("../../lua/unlock-publish.lua")),
-        ("unlock", include_bytes!("../../lua/unlock.lua")),
-        ("unlock-latch", include_bytes!("../../lua/unlock-latch.lua")),
-        ("forceunlock-publish", include_bytes!("../../lua/forceunlock-publish.lua")),
-        ("forceunlock", include_bytes!("../../lua/forceunlock.lua")),
-        ("renew", include_bytes!("../../lua/renew.lua")),
-        ("renew-batch", include_bytes!("../../lua/renew-batch.lua")),
-        ("fenced-acquire", include_bytes!("../../lua/fenced-acquire.lua")),
-        ("fenced-acquire-plain", include_bytes!("../../lua/fenced-acquire-plain.lua")),
-    ];
-    files
+    SOURCES
         .into_iter()
-        .map(|(kind, body)| OwnScript { kind, body, sha: sha1_smol::Sha1::from(body).digest().to_string() })
+        .map(|(kind, body)| {
+            let body = body.as_bytes();
+            OwnScript { kind, body, sha: sha1_smol::Sha1::from(body).digest().to_string() }
+        })
         .collect()
 }
 
@@ -121,5 +145,18 @@ pub fn assert_same_keyspace(a: &mut Conn, b: &mut Conn, tol_ms: i64, ctx: &str) 
             x.pexpiretime,
             y.pexpiretime
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_kind_has_a_distinct_script() {
+        let all = super::own_scripts();
+        assert_eq!(all.len(), 10);
+        for (i, a) in all.iter().enumerate() {
+            assert!(a.body.starts_with(b"-- Redisson"), "{}", a.kind);
+            assert!(all[i + 1..].iter().all(|b| b.sha != a.sha && b.kind != a.kind), "{}", a.kind);
+        }
     }
 }
