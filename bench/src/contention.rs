@@ -8,13 +8,13 @@
 //! next holder's grant time come from one monotonic clock (Instant).
 
 use crate::lua::{self, Client, Shas};
-use crate::raw::RawConn;
 use crate::stats::{dist, jain, Dist};
 use redis::Value;
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+use testkit::resp::Conn;
 
 const LEASE: u64 = 30_000;
 const KEY: &str = "b3:lock";
@@ -95,7 +95,7 @@ fn client(
     deadline_after: Duration,
 ) -> Out {
     let mut c = Client::new(crate::connect(port));
-    let mut sub = if strat == Strategy::Redisson { Some(RawConn::connect(port)) } else { None };
+    let mut sub = if strat == Strategy::Redisson { Some(Conn::new(port)) } else { None };
     let owner = lua::owner(3, id);
     let chan = lua::channel(KEY);
     let mut out = Out::default();

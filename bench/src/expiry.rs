@@ -3,12 +3,12 @@
 //! deadline (PEXPIRETIME read right after the holder's acquire). Same machine, same wall clock.
 
 use crate::lua::{self, Client, Shas};
-use crate::raw::RawConn;
 use crate::stats::median;
 use rand::Rng;
 use redis::Value;
 use serde::Serialize;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use testkit::resp::Conn;
 
 const HOLD_LEASE: u64 = 200;
 const KEY: &str = "b4:lock";
@@ -32,7 +32,7 @@ pub fn run(port: u16, sha: &Shas, quick: bool) -> Vec<Row> {
     let rounds = if quick { 3 } else { 10 };
     let mut holder = Client::new(crate::connect(port));
     let mut waiter = Client::new(crate::connect(port));
-    let mut sub = RawConn::connect(port);
+    let mut sub = Conn::new(port);
     let chan = lua::channel(KEY);
     let mut rows = Vec::new();
     for strat in ["LOCK.ACQUIRE WAIT", "Redisson pub/sub", "polling 100 ms"] {

@@ -10,9 +10,9 @@ use redis::Value;
 /// acquire (KEYS lock; ARGV lease, owner), unlock with the 3.24+ idempotency latch (KEYS lock,
 /// channel, latch; ARGV message, lease, owner, publish command, latch PX) and the 3.22 unlock
 /// without latch (KEYS lock, channel; ARGV message, lease, owner, publish command).
-pub const ACQUIRE: &str = include_str!("../../lua/acquire.lua");
-pub const UNLOCK: &str = include_str!("../../lua/unlock-latch.lua");
-pub const UNLOCK_NO_LATCH: &str = include_str!("../../lua/unlock.lua");
+pub const ACQUIRE: &str = testkit::scripts::ACQUIRE;
+pub const UNLOCK: &str = testkit::scripts::UNLOCK_LATCH;
+pub const UNLOCK_NO_LATCH: &str = testkit::scripts::UNLOCK;
 
 /// Latch PX at Redisson's defaults: (timeout 3000 + retryDelay 1000..2000) x 4 attempts.
 pub const LATCH_PX: &str = "16000";

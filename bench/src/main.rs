@@ -13,9 +13,7 @@ mod cycles;
 mod expiry;
 mod lua;
 mod memory;
-mod raw;
 mod redisson_scripts;
-mod server;
 mod stats;
 mod uncontended;
 
@@ -119,12 +117,18 @@ fn main() {
     let args = parse_args();
     let t_start = Instant::now();
     let want = |s: &str| args.only.as_ref().is_none_or(|o| o.iter().any(|x| x == s));
-    server::raise_nofile();
-    let mut srv = server::Server::start(&args.redis_server, &args.module);
+    testkit::raise_nofile();
+    let mut srv = testkit::Server::start_opts(
+        testkit::Opts::default()
+            .binary(&args.redis_server)
+            .module_path(&args.module)
+            .arg("--maxclients 20000")
+            .die_with_parent(),
+    );
     eprintln!("redis-server on port {} with {}", srv.port, args.module.display());
     let port = srv.port;
     let mut con = connect(port);
-    let redis_version = server::info(&mut con, "server").get("redis_version").cloned().unwrap_or_default();
+    let redis_version = testkit::info(&mut con, "server").get("redis_version").cloned().unwrap_or_default();
     let sha = lua::load(&mut con);
 
     let (uncontended_rows, uncontended_ratios) =

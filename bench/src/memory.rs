@@ -3,10 +3,10 @@
 //! the same connections go from idle to blocked).
 
 use crate::lua::{self, Shas};
-use crate::raw::RawConn;
-use crate::server::info_i64;
 use serde::Serialize;
 use std::time::{Duration, Instant};
+use testkit::info_int as info_i64;
+use testkit::resp::Conn;
 
 #[derive(Serialize, Clone, Debug)]
 pub struct Report {
@@ -68,13 +68,13 @@ fn idle_conns(
     m: usize,
     min: Duration,
     max: Duration,
-) -> (Vec<RawConn>, i64) {
-    let mut conns: Vec<RawConn> = (0..m).map(|_| RawConn::connect(port)).collect();
+) -> (Vec<Conn>, i64) {
+    let mut conns: Vec<Conn> = (0..m).map(|_| Conn::new(port)).collect();
     for c in conns.iter_mut() {
         c.send(&[b"PING"]);
     }
     for c in conns.iter_mut() {
-        c.read_frame(None).expect("PONG");
+        c.read().expect("PONG");
     }
     let idle = settle(con, min, max);
     (conns, idle)
@@ -183,7 +183,7 @@ pub fn run(port: u16, sha: &Shas, quick: bool, waiters: Option<usize>) -> Report
     let _: redis::Value = redis::cmd("LOCK.ACQUIRE").arg(key).arg(&owner).arg(lease).query(&mut con).unwrap();
     for (i, c) in conns.iter_mut().enumerate() {
         let w = format!("{owner}-w{i}");
-        c.send(&[b"LOCK.ACQUIRE", key.as_bytes(), w.as_bytes(), b"600000", b"WAIT", b"0"]);
+        c.send(&[b"LOCK.ACQUIRE" as &[u8], key.as_bytes(), w.as_bytes(), b"600000", b"WAIT", b"0"]);
     }
     let blocked = wait_blocked(&mut con, m);
     let blocked_mem = settle(&mut con, min, max);
@@ -197,7 +197,7 @@ pub fn run(port: u16, sha: &Shas, quick: bool, waiters: Option<usize>) -> Report
 
     let (mut conns, idle2) = idle_conns(port, &mut con, m, min, max);
     for c in conns.iter_mut() {
-        c.send(&[b"BLPOP", b"b5:list", b"0"]);
+        c.send(&[b"BLPOP" as &[u8], b"b5:list", b"0"]);
     }
     wait_blocked(&mut con, m);
     let blpop_mem = settle(&mut con, min, max);

@@ -12,7 +12,6 @@
 //!   `LOCK.ACQUIRE ... WAIT` clients on one lock, per-client grants and Jain fairness, in both
 //!   modes.
 
-use crate::server::{cmdstat, reset_stats};
 use crate::stats::{jain, median};
 use redis::Value;
 use serde::Serialize;
@@ -21,10 +20,11 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use testkit::{cmdstat, reset_stats};
 
-const ACQUIRE: &[u8] = include_bytes!("../../lua/acquire.lua");
-const UNLOCK: &[u8] = include_bytes!("../../lua/unlock-latch.lua");
-const RENEW_BATCH: &[u8] = include_bytes!("../../lua/renew-batch.lua");
+const ACQUIRE: &[u8] = testkit::scripts::ACQUIRE.as_bytes();
+const UNLOCK: &[u8] = testkit::scripts::UNLOCK_LATCH.as_bytes();
+const RENEW_BATCH: &[u8] = testkit::scripts::RENEW_BATCH.as_bytes();
 const LEASE: i64 = 30_000;
 const BATCH: usize = 100;
 

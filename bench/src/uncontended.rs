@@ -3,11 +3,11 @@
 //! Every acquire creates a lock (distinct keys; acquire all, then release all).
 
 use crate::lua::{self, Shas};
-use crate::server::{cmdstat, cpu_seconds, reset_stats};
 use crate::stats::median;
 use redis::Value;
 use serde::Serialize;
 use std::time::Instant;
+use testkit::{cmdstat, cpu_seconds, reset_stats};
 
 pub const LEASE: u64 = 30_000;
 

@@ -20,83 +20,54 @@
 //! the last two numbers must be 0 (the program exits non-zero otherwise).
 
 use std::fmt::Write as _;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const FENCED_LUA: &str = include_str!("../../../lua/fenced-acquire.lua");
+const FENCED_LUA: &str = testkit::scripts::FENCED_ACQUIRE;
 const LOCK: &str = "chaos:resource";
 const TOKEN_KEY: &str = "redisson_lock_token:{chaos:resource}";
 const LEASE_MS: i64 = 100;
 
+/// A server of the run (testkit's harness, killed with us) plus signals for the fault script.
 struct Node {
-    child: Option<Child>,
+    srv: testkit::Server,
     port: u16,
-    dir: PathBuf,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
 }
 
 impl Node {
     fn start(module: &Path, replica_of: Option<u16>) -> Node {
-        let port = free_port();
-        let dir = std::env::temp_dir().join(format!("lock-chaos-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let mut cmd = Command::new("redis-server");
-        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .args(["--repl-diskless-sync-delay", "0", "--daemonize", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .arg("--logfile")
-            .arg(dir.join("redis.log"))
-            .arg("--loadmodule")
-            .arg(module)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        let mut opts = testkit::Opts::default().module_path(module).die_with_parent();
         if let Some(p) = replica_of {
-            cmd.args(["--replicaof", "127.0.0.1", &p.to_string()]);
+            opts = opts.arg(&format!("--replicaof 127.0.0.1 {p}"));
         }
-        let child = cmd.spawn().expect("spawn redis-server");
-        let node = Node { child: Some(child), port, dir };
+        let srv = testkit::Server::start_opts(opts);
+        let port = srv.port;
         let up = wait(Duration::from_secs(20), || {
             let mut c = connect(port).ok()?;
             let info: String = redis::cmd("INFO").arg("replication").query(&mut c).ok()?;
             (replica_of.is_none() || info.contains("master_link_status:up")).then_some(())
         });
-        assert!(up.is_some(), "redis-server on {port} did not come up");
-        node
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.as_ref().map_or(0, |c| c.id() as i32)
+        assert!(up.is_some(), "redis-server on {port} did not come up\n{}", srv.log());
+        Node { srv, port }
     }
 
     fn signal(&self, sig: i32) {
-        if self.pid() > 0 {
+        if let Some(pid) = self.srv.pid() {
             // SAFETY: plain kill(2) on our own child process.
-            unsafe { libc::kill(self.pid(), sig) };
+            unsafe { libc::kill(pid as i32, sig) };
         }
     }
 
     fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.srv.kill();
     }
 }
 
 impl Drop for Node {
     fn drop(&mut self) {
-        self.signal(libc::SIGCONT);
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.signal(libc::SIGCONT); // the harness then kills it
     }
 }
 
