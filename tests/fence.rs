@@ -525,3 +525,35 @@ fn failover_that_lost_writes_still_issues_higher_tokens() {
     );
     assert!(reissued <= counter_on_master, "a plain counter re-issues tokens after losing writes");
 }
+
+#[test]
+fn same_owner_waiters_granted_together_share_one_token() {
+    let s = Server::start();
+    let mut c = Conn::new(s.port);
+    let t0 = granted(&fenced(&mut c, "g", "holder", 30000));
+    let send = |owner: &str| {
+        let mut w = Conn::new(s.port);
+        w.send(&[
+            b"LOCK.ACQUIRE".to_vec(),
+            b"g".to_vec(),
+            owner.as_bytes().to_vec(),
+            b"30000".to_vec(),
+            b"WAIT".to_vec(),
+            b"10000".to_vec(),
+            b"FENCE".to_vec(),
+        ]);
+        w
+    };
+    let (mut a1, mut a2) = (send("A"), send("A"));
+    let mut rc = s.conn();
+    let queued = wait_for(Duration::from_secs(10), || (stat(&mut rc, "waiters") == 2).then_some(()));
+    assert!(queued.is_some(), "2 waiters queued");
+    let issued = stat(&mut rc, "tokens_issued");
+    assert_eq!(cmd!(c, "LOCK.RELEASE", "g", "holder"), R::Int(1));
+    let ta = granted(&a1.read().unwrap());
+    assert!(ta > t0);
+    assert_eq!(granted(&a2.read().unwrap()), ta, "the second hold of A reenters: same token");
+    assert_eq!(cmd!(c, "HGET", "g", "A").str(), "2");
+    assert_eq!(stored(&mut c, "g"), Some(ta));
+    assert_eq!(stat(&mut rc, "tokens_issued"), issued + 1, "one token for the two holds");
+}
