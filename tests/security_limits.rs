@@ -32,6 +32,15 @@ fn answers_within_a_second(s: &Server, what: &str) {
     assert!(t.elapsed() < Duration::from_secs(1), "{what}: PING took {:?}", t.elapsed());
 }
 
+/// The server keeps answering PING (each within a second) for 300 ms: a timer loop that
+/// starts a moment after a command shows up here.
+fn keeps_answering(s: &Server, what: &str) {
+    let end = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < end {
+        answers_within_a_second(s, what);
+    }
+}
+
 /// A connection that sends `LOCK.ACQUIRE key owner 1000 WAIT timeout` and stays blocked.
 fn blocked_waiter(s: &Server, key: &str, owner: &str, timeout: &str) -> Conn {
     let mut w = Conn::new(s.port);
@@ -72,40 +81,51 @@ fn info(c: &mut Conn, field: &str) -> i64 {
         .unwrap_or_else(|| panic!("no INFO field {field}"))
 }
 
-#[test]
-fn huge_leases_and_expiries_never_stall_the_server() {
+/// `hold` takes lock `k` (on `c`), a client then waits on it, and `then` runs; the server must
+/// keep answering, and the waiter is granted once the key is deleted.
+fn never_stalls(what: &str, hold: &[&str], then: &[&str]) {
     let s = Server::start_opts(Opts::default().module_arg("redisson-scripts native"));
     let mut c = Conn::new(s.port);
     c.set_timeout(Duration::from_secs(5));
-
-    // A lease whose deadline in µs overflows, then a waiter: the lease timer used to wrap.
-    assert_eq!(cmd!(c, "LOCK.ACQUIRE", "k", "holder", "18446744073709551"), R::Nil);
-    let mut w1 = blocked_waiter(&s, "k", "w", "0");
+    let words = |v: &[&str]| v.iter().map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>();
+    assert_eq!(c.call(&words(hold)), R::Nil, "{what}: lock taken");
+    let mut w = blocked_waiter(&s, "k", "w", "0");
     wait_for_waiters(&s, 1);
-    answers_within_a_second(&s, "huge lease + WAIT 0, later");
-
-    // Any client's PEXPIRE of a huge value on a lock with a waiter.
-    assert_eq!(cmd!(c, "LOCK.ACQUIRE", "k2", "holder", 30000), R::Nil);
-    let mut w2 = blocked_waiter(&s, "k2", "w", "0");
-    wait_for_waiters(&s, 2);
-    assert_eq!(cmd!(c, "PEXPIRE", "k2", "18446744073000000"), R::Int(1));
-    answers_within_a_second(&s, "PEXPIRE huge with a waiter");
-
-    // Redisson's acquire, run natively, with that lease.
-    assert_eq!(cmd!(c, "EVALSHA", ACQUIRE, 1, "k3", "18446744073709551", "java:1"), R::Nil);
-    assert_eq!(info(&mut c, "redisson_acquire_native"), 1, "ran natively");
-    let mut w3 = blocked_waiter(&s, "k3", "w", "0");
-    wait_for_waiters(&s, 3);
-    answers_within_a_second(&s, "native acquire with a huge lease + WAIT 0");
-
-    // The waiters still get their locks when the holders go.
-    for (key, w) in [("k", &mut w1), ("k2", &mut w2), ("k3", &mut w3)] {
-        assert_eq!(cmd!(c, "DEL", key), R::Int(1));
-        assert_eq!(w.read().expect("grant after DEL"), R::Nil, "{key}");
-        assert_eq!(cmd!(c, "HGET", key, "w").str(), "1");
+    if !then.is_empty() {
+        assert_eq!(c.call(&words(then)), R::Int(1), "{what}");
     }
-    answers_within_a_second(&s, "after the grants");
+    keeps_answering(&s, what);
+    assert_eq!(cmd!(c, "DEL", "k"), R::Int(1));
+    assert_eq!(w.read().expect("grant after DEL"), R::Nil, "{what}: granted after DEL");
+    assert_eq!(cmd!(c, "HGET", "k", "w").str(), "1");
+    answers_within_a_second(&s, what);
     assert_eq!(info(&mut c, "panics_caught"), 0);
+}
+
+/// A lease whose deadline in µs overflows, then a waiter: the lease timer used to wrap.
+#[test]
+fn a_huge_lease_with_a_waiter_never_stalls_the_server() {
+    never_stalls("huge lease + WAIT 0", &["LOCK.ACQUIRE", "k", "holder", "18446744073709551"], &[]);
+}
+
+/// Any client's PEXPIRE of a huge value on a lock with a waiter.
+#[test]
+fn a_huge_pexpire_with_a_waiter_never_stalls_the_server() {
+    never_stalls(
+        "PEXPIRE huge with a waiter",
+        &["LOCK.ACQUIRE", "k", "holder", "30000"],
+        &["PEXPIRE", "k", "18446744073000000"],
+    );
+}
+
+/// Redisson's acquire, run natively, with that lease.
+#[test]
+fn a_native_acquire_with_a_huge_lease_never_stalls_the_server() {
+    never_stalls(
+        "native acquire, huge lease",
+        &["EVALSHA", ACQUIRE, "1", "k", "18446744073709551", "java:1"],
+        &[],
+    );
 }
 
 #[test]
