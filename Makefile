@@ -4,7 +4,7 @@
 PORT ?= 6379
 FUZZ_SECONDS ?= 60
 TEST_FUZZ_SECONDS ?= 10
-FUZZ_TARGETS := args state queue fence script_match
+FUZZ_TARGETS := args state queue fence script_match timers
 CARGO ?= cargo
 MODULE := target/release/libredis_lock.so
 SHELL := /bin/bash

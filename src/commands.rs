@@ -143,7 +143,9 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
             stats::ACQUIRES_CONTENDED.inc();
             let may_block = a.wait_ms.is_some()
                 && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING)
-                && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_MULTI | raw::REDISMODULE_CTX_FLAGS_LUA);
+                && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_MULTI | raw::REDISMODULE_CTX_FLAGS_LUA)
+                // Beyond lock.max-waiters / lock.max-waiter-bytes: served as without WAIT.
+                && wait::admit(a.owner);
             if may_block {
                 let lock_deadline = key.deadline();
                 drop(key);
@@ -158,8 +160,13 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
         }
     };
     // The token key is read and checked before the first write: a refusal changes nothing.
-    let token =
-        if a.fence { Some(token::prepare(ctx, rm::bytes(name)).map_err(Refusal::Reply)?) } else { None };
+    // A reentrant acquire keeps its hold's token (a new one only when none is stored).
+    let reentrant = count > 1;
+    let token = if a.fence {
+        Some(token::prepare_for(ctx, rm::bytes(name), reentrant).map_err(Refusal::Reply)?)
+    } else {
+        None
+    };
     effects::grant(ctx, &key, name, owner, count, deadline, now);
     counter.inc();
     match token {

@@ -1,5 +1,6 @@
 //! Module configs `lock.channel-prefix`, `lock.publish-mode`, `lock.token-prefix`,
-//! `lock.token-ttl`, `lock.redisson-scripts` and `lock.redisson-extra-scripts`.
+//! `lock.token-ttl`, `lock.redisson-scripts`, `lock.redisson-extra-scripts`, and the limits
+//! `lock.max-waiters`, `lock.max-script-turns`, `lock.max-waiter-bytes`.
 //!
 //! Registered with the raw 7.0 config API so values are binary-safe: settable in redis.conf
 //! after `loadmodule`, as module arguments (`loadmodule ... publish-mode global`), and with
@@ -329,8 +330,91 @@ pub fn register(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
     if [r1, r2, r3, r4].iter().any(|r| *r != raw::REDISMODULE_OK as c_int) {
         return Err("could not register the module configs".into());
     }
+    register_limits(ctx, args)?;
     if rm!(RedisModule_LoadConfigs(ctx) else raw::REDISMODULE_ERR as c_int) != raw::REDISMODULE_OK as c_int {
         return Err("could not load the module configs".into());
     }
     crate::script_filter::install(ctx, redisson_native())
+}
+
+// ---- limits: what the module keeps per waiter and per Redisson turn (spec section 9) ---------
+
+/// An integer config bounding memory the module keeps.
+pub struct Limit {
+    name: &'static CStr,
+    default: i64,
+    value: AtomicI64,
+}
+
+impl Limit {
+    const fn new(name: &'static CStr, default: i64) -> Limit {
+        Limit { name, default, value: AtomicI64::new(default) }
+    }
+
+    pub fn get(&self) -> i64 {
+        self.value.load(Ordering::Relaxed)
+    }
+}
+
+/// `lock.max-waiters`: clients blocked in LOCK.ACQUIRE ... WAIT, all keys.
+pub static MAX_WAITERS: Limit = Limit::new(c"max-waiters", 100_000);
+/// `lock.max-script-turns`: Redisson script owners' places in line, all keys.
+pub static MAX_SCRIPT_TURNS: Limit = Limit::new(c"max-script-turns", 10_000);
+/// `lock.max-waiter-bytes`: the longest owner id kept for a waiter or a turn.
+pub static MAX_WAITER_BYTES: Limit = Limit::new(c"max-waiter-bytes", 65_536);
+
+const LIMITS: [&Limit; 3] = [&MAX_WAITERS, &MAX_SCRIPT_TURNS, &MAX_WAITER_BYTES];
+
+fn limit<'a>(pd: *mut c_void) -> Option<&'a Limit> {
+    // SAFETY: registered with a pointer to one of the `Limit` statics above.
+    unsafe { pd.cast::<Limit>().as_ref() }
+}
+
+unsafe extern "C" fn get_limit(_name: *const c_char, pd: *mut c_void) -> c_longlong {
+    limit(pd).map_or(0, Limit::get)
+}
+
+unsafe extern "C" fn set_limit(
+    _name: *const c_char,
+    val: c_longlong,
+    pd: *mut c_void,
+    _err: *mut RStr,
+) -> c_int {
+    match limit(pd) {
+        Some(l) => {
+            l.value.store(val.max(0), Ordering::Relaxed);
+            raw::REDISMODULE_OK as c_int
+        }
+        None => raw::REDISMODULE_ERR as c_int,
+    }
+}
+
+fn register_limits(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
+    for l in LIMITS {
+        let name = l.name.to_string_lossy();
+        let default = match module_arg(args, &name) {
+            None => l.default,
+            Some(v) => crate::args::parse_i64(v)
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| format!("{name} must be an integer >= 0"))?,
+        };
+        l.value.store(default, Ordering::Relaxed);
+        let pd = (l as *const Limit).cast_mut().cast::<c_void>();
+        let r = rm!(RedisModule_RegisterNumericConfig(
+            ctx,
+            l.name.as_ptr(),
+            default,
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            0,
+            c_longlong::MAX,
+            Some(get_limit),
+            Some(set_limit),
+            None,
+            pd,
+        ) else raw::REDISMODULE_ERR as c_int);
+        if r != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not register the config {name}"));
+        }
+    }
+    Ok(())
 }

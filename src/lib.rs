@@ -12,14 +12,17 @@
 //! - `fence`: how the next fencing token is chosen (pure); `token`: the token key's reads/writes
 //! - `redisson_scripts`: Redisson's lock scripts by SHA1, exact-shape checks (pure);
 //!   `script_filter`: the command filter that routes them; `redisson_native`: LOCK.REDISSON
+//! - `timing`: timer periods, capped and re-armed (pure)
 //! - `cluster`: slot checks before grants made outside a command
 //! - `config`, `stats`, `cmdinfo`: configs, INFO section, command registration and docs
 
 pub mod args;
 pub mod fence;
+pub mod luanum;
 pub mod queue;
 pub mod redisson_scripts;
 pub mod state;
+pub mod timing;
 
 mod cluster;
 mod cmdinfo;
@@ -69,6 +72,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         return fail(ctx, &format!("this server lacks {name}; Redis 7.0 or newer is required"));
     }
     install_panic_hook();
+    reset_statics();
     rm::init_constants();
     replicate::init();
     cluster::init(ctx.ctx);
@@ -96,8 +100,22 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     Status::Ok
 }
 
+/// Everything kept in statics goes back to a fresh start. Called at load and at unload: the
+/// library may stay mapped after MODULE UNLOAD (Rust's thread-local destructors make glibc keep
+/// it), so a reloaded module would otherwise see the old instance's handles and counters.
+fn reset_statics() {
+    script_filter::reset();
+    wait::reset();
+    stats::reset();
+}
+
 fn deinit(ctx: &Context) -> Status {
     if wait::can_unload() {
+        // Unregister the filter ourselves (Redis would drop it too), then forget every handle.
+        if script_filter::install(ctx.ctx, false).is_err() {
+            rm::log(ctx.ctx, c"warning", "lock module: could not unregister the command filter");
+        }
+        reset_statics();
         // Drop our panic hook: its code is about to be unloaded with the library.
         drop(std::panic::take_hook());
         Status::Ok

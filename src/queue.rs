@@ -56,11 +56,13 @@ pub struct WaitQueues<H> {
     waiters: HashMap<u64, Waiter<H>>,
     /// Blocked clients over all keys.
     clients: usize,
+    /// Owner bytes kept over all entries (the INFO gauge `waiter_bytes`).
+    owner_bytes: usize,
 }
 
 impl<H> Default for WaitQueues<H> {
     fn default() -> Self {
-        WaitQueues { next_id: 1, keys: HashMap::new(), waiters: HashMap::new(), clients: 0 }
+        WaitQueues { next_id: 1, keys: HashMap::new(), waiters: HashMap::new(), clients: 0, owner_bytes: 0 }
     }
 }
 
@@ -81,6 +83,7 @@ impl<H> WaitQueues<H> {
             q.clients += 1;
             self.clients += 1;
         }
+        self.owner_bytes = self.owner_bytes.saturating_add(waiter.owner.len());
         self.waiters.insert(id, waiter);
         Some(id)
     }
@@ -103,6 +106,7 @@ impl<H> WaitQueues<H> {
     /// When the last blocked client of the key leaves, the key's turns go with it.
     pub fn remove(&mut self, id: u64) -> Option<(Waiter<H>, Option<u64>)> {
         let w = self.waiters.remove(&id)?;
+        self.owner_bytes = self.owner_bytes.saturating_sub(w.owner.len());
         let mut stale_timer = None;
         if let Some(q) = self.keys.get_mut(&w.key) {
             q.live = q.live.saturating_sub(1);
@@ -114,7 +118,9 @@ impl<H> WaitQueues<H> {
                 stale_timer = q.expiry_timer.map(|(t, _)| t);
                 if let Some(q) = self.keys.remove(&w.key) {
                     for i in q.ids {
-                        self.waiters.remove(&i);
+                        if let Some(gone) = self.waiters.remove(&i) {
+                            self.owner_bytes = self.owner_bytes.saturating_sub(gone.owner.len());
+                        }
                     }
                 }
             } else if q.ids.len() > 2 * q.live + 16 {
@@ -177,6 +183,16 @@ impl<H> WaitQueues<H> {
     /// Blocked clients, all keys.
     pub fn clients(&self) -> usize {
         self.clients
+    }
+
+    /// Script owners' turns, all keys.
+    pub fn turns(&self) -> usize {
+        self.waiters.len().saturating_sub(self.clients)
+    }
+
+    /// Owner bytes kept by all entries (clients and turns).
+    pub fn owner_bytes(&self) -> usize {
+        self.owner_bytes
     }
 
     pub fn is_empty(&self) -> bool {
@@ -306,8 +322,10 @@ mod tests {
         assert_eq!(q.ids_of(&k("x")), vec![c1, t1, c2]);
         q.remove(c1);
         assert_eq!(q.head(&k("x")), Some(t1), "a turn stands in line like a client");
+        assert_eq!((q.turns(), q.owner_bytes()), (1, 6 + 4));
         q.remove(c2);
         assert!(!q.has(&k("x")), "the last client takes the turns and reservation with it");
+        assert_eq!((q.turns(), q.owner_bytes()), (0, 0));
         assert!(q.get(t1).is_none());
         assert!(q.is_empty());
     }

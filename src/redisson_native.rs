@@ -2,9 +2,12 @@
 //! recognised (EVAL or EVALSHA with the command name replaced), run natively with the script's
 //! exact replies, writes, TTLs, latch keys, token INCRs and release messages.
 //!
-//! Everything that would make the script raise an error (a key of the wrong type, a hold count
-//! or counter that is not an integer, an overflow, a latch value Lua would convert oddly) is
-//! checked before the first write; such a call, and any call on a read-only replica or under
+//! Every input the script accepts runs natively, the odd ones too: a lease <= 0 (PEXPIRE
+//! deletes the lock), a lease that is not a number on a path that never uses it, any latch
+//! value (converted as Lua's `tonumber` does, see `luanum`). Everything that would make the
+//! script raise an error (a key of the wrong type, a hold count or counter that is not an
+//! integer, an overflow, a lease or latch time PEXPIRE / SET refuse) is checked before the
+//! first write; such a call, and any call on a read-only replica or under
 //! OOM, runs the original script in Lua instead (`RM_Call` as the calling user), so the reply
 //! and the effects are Lua's own. The intended differences: a release that frees a lock with
 //! LOCK.* waiters hands it to the head waiter (no message), and the effects reach replicas and
@@ -80,7 +83,7 @@ fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]])
             acquire(ctx, &a, *lease, token_key.is_some(), *fenced_reply, now)
         }
         Call::Unlock { lock, channel, lease, publish, latch, .. } => {
-            unlock(ctx, &a, (lock, channel), *lease, *publish, latch.map(|(_, ms)| ms), now)
+            unlock(ctx, &a, (lock, channel), *lease, *publish, latch.map(|(_, ms)| ms.ok_or(ToLua)), now)
         }
         Call::ForceUnlock { lock, channel, publish, .. } => {
             force_unlock(ctx, &a, (lock, channel), *publish, now)
@@ -153,7 +156,7 @@ fn write_lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64) {
     effects::set_lease(ctx, key, name, deadline, now);
 }
 
-fn acquire(ctx: Ctx, a: &Argv, lease: i64, fenced: bool, fenced_reply: bool, now: i64) -> Native {
+fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: bool, now: i64) -> Native {
     let (name, owner) = (a.key(0), a.arg(1));
     let key = open_hash(ctx, name)?;
     // LOCK.* waiters go first: a lock freed behind their back belongs to the head of the
@@ -180,7 +183,11 @@ fn acquire(ctx: Ctx, a: &Argv, lease: i64, fenced: bool, fenced_reply: bool, now
         return Ok(());
     }
     let count = mine.unwrap_or(0).checked_add(1).ok_or(ToLua)?;
-    let lock_deadline = deadline(now, lease)?;
+    // PEXPIRE with a lease <= 0 deletes the lock the script just wrote.
+    let lock_deadline = match lease.ok_or(ToLua)? {
+        ms if ms > 0 => Some(deadline(now, ms)?),
+        _ => None,
+    };
     // The fenced scripts INCR the token counter: check it before writing anything.
     let counter = if fenced {
         let tname = a.key(1);
@@ -197,9 +204,14 @@ fn acquire(ctx: Ctx, a: &Argv, lease: i64, fenced: bool, fenced_reply: bool, now
     } else {
         None
     };
-    write_count(ctx, &key, name, owner, count, 1);
-    write_lease(ctx, &key, name, lock_deadline, now);
-    rm::signal_modified(ctx, name);
+    match lock_deadline {
+        Some(d) => {
+            write_count(ctx, &key, name, owner, count, 1);
+            write_lease(ctx, &key, name, d, now);
+            rm::signal_modified(ctx, name);
+        }
+        None => delete_after_hincrby(ctx, &key, name),
+    }
     let token = counter.map(|(tkey, tname, value)| {
         // INCR keeps the counter's TTL.
         let ttl = tkey.deadline();
@@ -217,6 +229,13 @@ fn acquire(ctx: Ctx, a: &Argv, lease: i64, fenced: bool, fenced_reply: bool, now
         _ => rm::reply_null(ctx),
     };
     Ok(())
+}
+
+/// The script's HINCRBY then a PEXPIRE <= 0: the lock is deleted (events `hincrby`, `del`;
+/// replicated as DEL, as PEXPIRE in the past is).
+fn delete_after_hincrby(ctx: Ctx, key: &Key, name: RStr) {
+    rm::notify(ctx, NOTIFY_HASH, c"hincrby", name);
+    effects::delete(ctx, key, name);
 }
 
 /// In a cluster, a script's SPUBLISH must stay in the script's slot; Lua raises an error (after
@@ -251,9 +270,9 @@ fn unlock(
     ctx: Ctx,
     a: &Argv,
     (lock, channel): (&&[u8], &&[u8]),
-    lease: i64,
+    lease: Option<i64>,
     publish: Publish,
-    latch_ms: Option<i64>,
+    latch_ms: Option<Result<i64, ToLua>>,
     now: i64,
 ) -> Native {
     // 3.24+: an existing latch answers a retried unlock and nothing else happens.
@@ -262,8 +281,11 @@ fn unlock(
         match latch.kind() {
             KeyKind::Empty => {}
             _ if latch.is_string() => {
-                let v = latch.string_get(redisson_scripts::latch_value).flatten().ok_or(ToLua)?;
-                rm::reply_int(ctx, v);
+                // `return tonumber(value)`: nil for what Lua does not convert.
+                match latch.string_get(crate::luanum::latch_reply).ok_or(ToLua)? {
+                    Some(v) => rm::reply_int(ctx, v),
+                    None => rm::reply_null(ctx),
+                };
                 return Ok(());
             }
             _ => return Err(ToLua),
@@ -276,12 +298,18 @@ fn unlock(
         return Ok(());
     };
     let left = count.checked_sub(1).ok_or(ToLua)?;
-    let latch_deadline = latch_ms.map(|ms| deadline(now, ms)).transpose()?;
+    let latch_deadline = latch_ms.map(|ms| ms.and_then(|ms| deadline(now, ms))).transpose()?;
     if left > 0 {
-        let lock_deadline = deadline(now, lease)?;
-        write_count(ctx, &key, name, owner, left, -1);
-        write_lease(ctx, &key, name, lock_deadline, now);
-        rm::signal_modified(ctx, name);
+        match lease.ok_or(ToLua)? {
+            ms if ms > 0 => {
+                let lock_deadline = deadline(now, ms)?;
+                write_count(ctx, &key, name, owner, left, -1);
+                write_lease(ctx, &key, name, lock_deadline, now);
+                rm::signal_modified(ctx, name);
+            }
+            // PEXPIRE <= 0 deletes the lock, which is still held: no release message.
+            _ => delete_after_hincrby(ctx, &key, name),
+        }
         if let Some(d) = latch_deadline {
             write_latch(ctx, a.key(2), 0, d, now);
         }
@@ -319,22 +347,45 @@ fn force_unlock(ctx: Ctx, a: &Argv, (lock, channel): (&&[u8], &&[u8]), publish: 
     Ok(())
 }
 
-fn renew(ctx: Ctx, a: &Argv, lease: i64, n: usize, batch: bool, now: i64) -> Native {
-    let lock_deadline = deadline(now, lease)?;
+fn renew(ctx: Ctx, a: &Argv, lease: Option<i64>, n: usize, batch: bool, now: i64) -> Native {
     // HEXISTS on a key of another type raises an error: check every key before writing.
     let mut keys = Vec::with_capacity(n);
     for i in 0..n {
         keys.push(open_hash(ctx, a.key(i))?);
     }
+    let held =
+        |key: &Key, i: usize| key.kind() == KeyKind::Hash && key.hash_get(a.arg(i + 1), |_| ()).is_some();
+    let lease = match lease {
+        Some(ms) => ms,
+        // PEXPIRE fails on a lease that is not an integer, if the script reaches it.
+        None if keys.iter().enumerate().any(|(i, k)| held(k, i)) => return Err(ToLua),
+        None => 0,
+    };
     let mut renewed = Vec::with_capacity(n);
-    for (i, key) in keys.iter().enumerate() {
-        let (name, owner) = (a.key(i), a.arg(i + 1));
-        let held = key.kind() == KeyKind::Hash && key.hash_get(owner, |_| ()).is_some();
-        if held {
-            write_lease(ctx, key, name, lock_deadline, now);
-            rm::signal_modified(ctx, name);
+    if lease > 0 {
+        let lock_deadline = deadline(now, lease)?;
+        for (i, key) in keys.iter().enumerate() {
+            let name = a.key(i);
+            let h = held(key, i);
+            if h {
+                write_lease(ctx, key, name, lock_deadline, now);
+                rm::signal_modified(ctx, name);
+            }
+            renewed.push(i64::from(h));
         }
-        renewed.push(i64::from(held));
+    } else {
+        // PEXPIRE <= 0 deletes each lock renewed. One key at a time, each opened afresh: a key
+        // named twice must not be read through a handle opened before its deletion.
+        drop(keys);
+        for i in 0..n {
+            let name = a.key(i);
+            let key = Key::write(ctx, name);
+            let h = held(&key, i);
+            if h {
+                effects::delete(ctx, &key, name);
+            }
+            renewed.push(i64::from(h));
+        }
     }
     if batch {
         rm!(RedisModule_ReplyWithArray(ctx, renewed.len() as std::os::raw::c_long) else 0);

@@ -247,8 +247,14 @@ fn publish_cmd(b: &[u8]) -> Option<Publish> {
     }
 }
 
-/// A time in ms that PEXPIRE / SET PX take without error or deleting the key: a positive
-/// integer in Redis's spelling. (Whether `now + ms` overflows is checked when it runs.)
+/// A lease as PEXPIRE takes it: any integer in Redis's spelling (<= 0 deletes the key), `None`
+/// when PEXPIRE would fail. Only used on the paths that run PEXPIRE.
+fn lease_ms(b: &[u8]) -> Option<i64> {
+    parse_i64(b)
+}
+
+/// A time in ms that SET PX takes: a positive integer in Redis's spelling, `None` when SET would
+/// fail. (Whether `now + ms` overflows is checked when it runs.)
 fn positive_ms(b: &[u8]) -> Option<i64> {
     parse_i64(b).filter(|v| *v > 0)
 }
@@ -256,9 +262,11 @@ fn positive_ms(b: &[u8]) -> Option<i64> {
 /// A matched call, with its arguments checked and parsed. Byte slices borrow the argv.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Call<'a> {
+    /// `lease`, here and below: `None` when the argument is not an integer (the script fails
+    /// if it reaches its PEXPIRE; it does not on the paths that leave the lease unused).
     Acquire {
         lock: &'a [u8],
-        lease: i64,
+        lease: Option<i64>,
         owner: &'a [u8],
         token_key: Option<&'a [u8]>,
         fenced_reply: bool,
@@ -267,11 +275,12 @@ pub enum Call<'a> {
         lock: &'a [u8],
         channel: &'a [u8],
         message: &'a [u8],
-        lease: i64,
+        lease: Option<i64>,
         owner: &'a [u8],
         publish: Publish,
-        /// (latch key, latch ms) for the 3.24+ script.
-        latch: Option<(&'a [u8], i64)>,
+        /// (latch key, latch ms) for the 3.24+ script; the ms are `None` when SET PX would
+        /// refuse them (the script fails if it writes the latch).
+        latch: Option<(&'a [u8], Option<i64>)>,
     },
     ForceUnlock {
         lock: &'a [u8],
@@ -281,7 +290,7 @@ pub enum Call<'a> {
     },
     /// Renewal of (lock, owner) pairs; `batch` replies an array.
     Renew {
-        lease: i64,
+        lease: Option<i64>,
         pairs: Vec<(&'a [u8], &'a [u8])>,
         batch: bool,
     },
@@ -292,8 +301,8 @@ pub enum Call<'a> {
 pub enum Mismatch {
     /// numkeys or the number of arguments differs from the script's layout.
     Shape,
-    /// An argument the script would reject or treat specially (a lease that is not a positive
-    /// integer, an unknown publish command).
+    /// An argument the module does not run natively (a publish command other than PUBLISH and
+    /// SPUBLISH).
     Argument,
 }
 
@@ -313,7 +322,7 @@ pub fn parse<'a>(kind: Kind, rest: &[&'a [u8]]) -> Result<Call<'a>, Mismatch> {
     let (keys, argv) = rest.split_at(n);
     let key = |i: usize| keys.get(i).copied().ok_or(Mismatch::Shape);
     let arg = |i: usize| argv.get(i).copied().ok_or(Mismatch::Shape);
-    let ms = |i: usize| arg(i).and_then(|b| positive_ms(b).ok_or(Mismatch::Argument));
+    let ms = |i: usize| arg(i).map(lease_ms);
     let publish = |i: usize| arg(i).and_then(|b| publish_cmd(b).ok_or(Mismatch::Argument));
     Ok(match kind {
         Kind::Acquire => Call::Acquire {
@@ -337,7 +346,7 @@ pub fn parse<'a>(kind: Kind, rest: &[&'a [u8]]) -> Result<Call<'a>, Mismatch> {
             lease: ms(1)?,
             owner: arg(2)?,
             publish: if kind == Kind::UnlockPublish { Publish::Publish } else { publish(3)? },
-            latch: if kind == Kind::UnlockLatch { Some((key(2)?, ms(4)?)) } else { None },
+            latch: if kind == Kind::UnlockLatch { Some((key(2)?, arg(4).map(positive_ms)?)) } else { None },
         },
         Kind::ForceUnlockPublish | Kind::ForceUnlock => Call::ForceUnlock {
             lock: key(0)?,
@@ -352,13 +361,6 @@ pub fn parse<'a>(kind: Kind, rest: &[&'a [u8]]) -> Result<Call<'a>, Mismatch> {
             batch: true,
         },
     })
-}
-
-/// A latch value the unlock script returns as `tonumber(value)` and that converts to the same
-/// integer reply natively: a canonical decimal integer that a Lua double holds exactly. Other
-/// values (`"1.5"`, `" 1"`, `"0x1"`, text) are left to Lua.
-pub fn latch_value(b: &[u8]) -> Option<i64> {
-    parse_i64(b).filter(|v| v.unsigned_abs() <= 1 << 53)
 }
 
 #[cfg(test)]
@@ -424,7 +426,7 @@ mod tests {
             ok,
             Ok(Call::Acquire {
                 lock: b"k",
-                lease: 30000,
+                lease: Some(30000),
                 owner: b"me:1",
                 token_key: None,
                 fenced_reply: false
@@ -434,8 +436,15 @@ mod tests {
         assert_eq!(parse(Kind::Acquire, &argv(&["1", "k", "30000"])), Err(Mismatch::Shape));
         assert_eq!(parse(Kind::Acquire, &argv(&["1", "k", "30000", "o", "x"])), Err(Mismatch::Shape));
         assert_eq!(parse(Kind::Acquire, &argv(&["01", "k", "30000", "o"])), Err(Mismatch::Shape));
-        for bad in ["1.5", "x", "0", "-1", "+5", ""] {
-            assert_eq!(parse(Kind::Acquire, &argv(&["1", "k", bad, "o"])), Err(Mismatch::Argument), "{bad}");
+        // Any lease parses: PEXPIRE deletes for <= 0, fails for a non-integer (on the paths
+        // that reach it, checked when the call runs).
+        for (lease, want) in
+            [("1.5", None), ("x", None), ("+5", None), ("", None), ("0", Some(0)), ("-1", Some(-1))]
+        {
+            match parse(Kind::Acquire, &argv(&["1", "k", lease, "o"])) {
+                Ok(Call::Acquire { lease: got, .. }) => assert_eq!(got, want, "{lease}"),
+                other => panic!("{lease}: {other:?}"),
+            }
         }
         let u = parse(Kind::UnlockLatch, &argv(&["3", "k", "c", "l", "0", "100", "o", "spublish", "13500"]));
         assert_eq!(
@@ -444,10 +453,10 @@ mod tests {
                 lock: b"k",
                 channel: b"c",
                 message: b"0",
-                lease: 100,
+                lease: Some(100),
                 owner: b"o",
                 publish: Publish::SPublish,
-                latch: Some((b"l", 13500))
+                latch: Some((b"l", Some(13500)))
             })
         );
         assert_eq!(
@@ -455,16 +464,18 @@ mod tests {
             Err(Mismatch::Argument),
             "only PUBLISH and SPUBLISH"
         );
-        assert_eq!(
-            parse(Kind::UnlockLatch, &argv(&["3", "k", "c", "l", "0", "100", "o", "PUBLISH", "0"])),
-            Err(Mismatch::Argument),
-            "latch ms must be positive"
+        assert!(
+            matches!(
+                parse(Kind::UnlockLatch, &argv(&["3", "k", "c", "l", "0", "100", "o", "PUBLISH", "0"])),
+                Ok(Call::Unlock { latch: Some((b"l", None)), .. })
+            ),
+            "latch ms SET PX refuses: known when it runs"
         );
         let b = parse(Kind::RenewBatch, &argv(&["2", "a", "b", "30000", "oa", "ob"]));
         assert_eq!(
             b,
             Ok(Call::Renew {
-                lease: 30000,
+                lease: Some(30000),
                 pairs: vec![(&b"a"[..], &b"oa"[..]), (b"b", b"ob")],
                 batch: true
             })
@@ -477,15 +488,5 @@ mod tests {
             f,
             Ok(Call::ForceUnlock { lock: b"k", channel: b"c", message: b"0", publish: Publish::Publish })
         );
-    }
-
-    #[test]
-    fn latch_values_natively_only_when_exact() {
-        assert_eq!(latch_value(b"1"), Some(1));
-        assert_eq!(latch_value(b"0"), Some(0));
-        assert_eq!(latch_value(b"-7"), Some(-7));
-        for other in [&b"1.5"[..], b" 1", b"0x1", b"abc", b"", b"9007199254740993"] {
-            assert_eq!(latch_value(other), None, "{other:?}");
-        }
     }
 }

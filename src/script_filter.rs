@@ -79,6 +79,12 @@ pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// Forget the filter handle without unregistering (module load: a handle kept from before an
+/// unload is gone with the old module instance; Redis removes a module's filters on unload).
+pub fn reset() {
+    FILTER.store(0, Ordering::Relaxed);
+}
+
 /// `EVAL` / `EVALSHA` (any case) -> whether it is EVALSHA.
 fn eval_kind(name: &[u8]) -> Option<bool> {
     match name.len() {

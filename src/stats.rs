@@ -17,6 +17,9 @@ impl Counter {
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
+    fn reset(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
 }
 
 pub static ACQUIRES_NEW: Counter = Counter::new();
@@ -44,8 +47,12 @@ pub static TURNS_TAKEN: Counter = Counter::new();
 pub static TURNS_MISSED: Counter = Counter::new();
 pub static ERRORS: Counter = Counter::new();
 pub static PANICS: Counter = Counter::new();
+/// WAIT requests served as without WAIT because of `lock.max-waiters` / `lock.max-waiter-bytes`.
+pub static WAITS_REFUSED: Counter = Counter::new();
+/// Turns not queued because of `lock.max-script-turns` / `lock.max-waiter-bytes`.
+pub static TURNS_REFUSED: Counter = Counter::new();
 
-const FIELDS: [(&CStr, &Counter); 25] = [
+const FIELDS: [(&CStr, &Counter); 27] = [
     (c"acquires_new", &ACQUIRES_NEW),
     (c"acquires_reentrant", &ACQUIRES_REENTRANT),
     (c"acquires_contended", &ACQUIRES_CONTENDED),
@@ -71,7 +78,19 @@ const FIELDS: [(&CStr, &Counter); 25] = [
     (c"script_turns_missed", &TURNS_MISSED),
     (c"errors", &ERRORS),
     (c"panics_caught", &PANICS),
+    (c"waits_refused", &WAITS_REFUSED),
+    (c"script_turns_refused", &TURNS_REFUSED),
 ];
+
+/// Zero every counter (module load and unload: a reloaded module starts afresh).
+pub fn reset() {
+    for (_, c) in FIELDS {
+        c.reset();
+    }
+    for c in REDISSON_NATIVE.iter().chain(REDISSON_LUA.iter()) {
+        c.reset();
+    }
+}
 
 /// Native runs and runs left to Lua of each Redisson script kind (`redisson_scripts::KINDS`).
 static REDISSON_NATIVE: [Counter; 10] = [const { Counter::new() }; 10];
@@ -108,6 +127,8 @@ pub unsafe extern "C" fn info(ictx: *mut raw::RedisModuleInfoCtx, _for_crash_rep
     rm!(RedisModule_InfoAddFieldULongLong(ictx, c"waiters".as_ptr(), waiters as u64) else 0);
     rm!(RedisModule_InfoAddFieldULongLong(ictx, c"keys_with_waiters".as_ptr(), keys as u64) else 0);
     rm!(RedisModule_InfoAddFieldULongLong(ictx, c"script_turns_waiting".as_ptr(), turns as u64) else 0);
+    let bytes = crate::wait::owner_bytes() as u64;
+    rm!(RedisModule_InfoAddFieldULongLong(ictx, c"waiter_bytes".as_ptr(), bytes) else 0);
 }
 
 pub fn register_info(ctx: Ctx) {

@@ -13,11 +13,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub const CROSSSLOT: &str =
     "CROSSSLOT the lock's fencing token key would be in another hash slot (the lock name has '{' without a hash tag)";
 
-/// A token chosen for a grant, not written yet.
+/// A token chosen for a grant, not written yet (or, `keep`, the stored token of a reentrant
+/// acquire, which is replied as is and not written).
 pub struct Pending {
     key: Key,
     name: OwnedStr,
     value: i64,
+    keep: bool,
 }
 
 /// Wall-clock microseconds since the unix epoch.
@@ -30,8 +32,9 @@ fn now_us() -> i64 {
 }
 
 /// Read the token key of lock `lock` (in the context's db) and choose the next token. An `Err`
-/// is the error reply; nothing has been written.
-pub fn prepare(ctx: Ctx, lock: &[u8]) -> Result<Pending, &'static str> {
+/// is the error reply; nothing has been written. For an acquire that is `reentrant` (the owner
+/// already holds the lock) the stored token is kept when there is one.
+pub fn prepare_for(ctx: Ctx, lock: &[u8], reentrant: bool) -> Result<Pending, &'static str> {
     let tname = config::token_key(lock);
     if crate::cluster::enabled() && crate::cluster::key_slot(&tname) != crate::cluster::key_slot(lock) {
         return Err(CROSSSLOT);
@@ -47,14 +50,21 @@ pub fn prepare(ctx: Ctx, lock: &[u8]) -> Result<Pending, &'static str> {
         ),
         _ => return Err(StateError::WrongType.message()),
     };
+    if let (true, Some(s)) = (reentrant, stored) {
+        return Ok(Pending { key, name, value: s, keep: true });
+    }
     let value = fence::next_token(stored, now_us()).map_err(FenceError::message)?;
-    Ok(Pending { key, name, value })
+    Ok(Pending { key, name, value, keep: false })
 }
 
 impl Pending {
     /// Store the token as a decimal string (with `lock.token-ttl` as its TTL), replicated as
     /// `SET key token [PXAT deadline]` with the keyspace events SET fires. Returns the token.
+    /// A kept token (reentry) is returned without writing anything.
     pub fn write(self, ctx: Ctx, now_ms: i64) -> i64 {
+        if self.keep {
+            return self.value;
+        }
         let value = OwnedStr::from_i64(self.value);
         self.key.string_set(value.ptr());
         let ttl = config::token_ttl();

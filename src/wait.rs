@@ -12,6 +12,7 @@ use crate::queue::{KeyId, WaitQueues, Waiter};
 use crate::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
 use crate::state::StateError;
 use crate::stats;
+use crate::timing;
 use crate::token;
 use redis_module::raw;
 use std::collections::{HashMap, HashSet};
@@ -35,6 +36,7 @@ static SHARED: LazyLock<Mutex<Shared>> = LazyLock::new(Default::default);
 static WAITERS: AtomicUsize = AtomicUsize::new(0);
 static KEYS: AtomicUsize = AtomicUsize::new(0);
 static TURNS: AtomicUsize = AtomicUsize::new(0);
+static BYTES: AtomicUsize = AtomicUsize::new(0);
 /// Whether the keyspace-event subscription is in place (see [`watch_keyspace`]).
 static WATCHING: AtomicBool = AtomicBool::new(false);
 
@@ -75,7 +77,8 @@ fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> R {
         g.pending.shrink_to_fit();
     }
     WAITERS.store(g.q.clients(), Ordering::Relaxed);
-    TURNS.store(g.q.total() - g.q.clients(), Ordering::Relaxed);
+    TURNS.store(g.q.turns(), Ordering::Relaxed);
+    BYTES.store(g.q.owner_bytes(), Ordering::Relaxed);
     KEYS.store(g.q.key_count(), Ordering::Relaxed);
     r
 }
@@ -83,6 +86,38 @@ fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> R {
 /// (waiting clients, keys with waiters, queued script-owner turns)
 pub fn gauges() -> (usize, usize, usize) {
     (WAITERS.load(Ordering::Relaxed), KEYS.load(Ordering::Relaxed), TURNS.load(Ordering::Relaxed))
+}
+
+/// Owner bytes kept for waiters and turns (INFO `waiter_bytes`).
+pub fn owner_bytes() -> usize {
+    BYTES.load(Ordering::Relaxed)
+}
+
+/// Whether `lock.max-waiter-bytes` lets an owner id of `len` bytes be kept.
+fn owner_fits(len: usize) -> bool {
+    i64::try_from(len).is_ok_and(|n| n <= crate::config::MAX_WAITER_BYTES.get())
+}
+
+/// May a client with this owner id block now (`lock.max-waiters`, `lock.max-waiter-bytes`)?
+/// When not, counted in `waits_refused`; the caller serves the request as without WAIT.
+pub fn admit(owner: &[u8]) -> bool {
+    let waiters = i64::try_from(WAITERS.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
+    let ok = waiters < crate::config::MAX_WAITERS.get() && owner_fits(owner.len());
+    if !ok {
+        stats::WAITS_REFUSED.inc();
+    }
+    ok
+}
+
+/// Module load and unload: forget everything (a reloaded module starts afresh; the library
+/// may stay mapped between the two, keeping its statics).
+pub fn reset() {
+    *SHARED.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Shared::default();
+    for gauge in [&WAITERS, &KEYS, &TURNS, &BYTES] {
+        gauge.store(0, Ordering::Relaxed);
+    }
+    // Redis drops a module's keyspace subscription when it unloads the module.
+    WATCHING.store(false, Ordering::Relaxed);
 }
 
 /// Number of clients waiting on `key` in `db`.
@@ -142,11 +177,9 @@ fn take(ctx: Ctx, id: u64) -> Option<Waiter<usize>> {
     Some(w)
 }
 
-/// Whole milliseconds from now until unix-ms `deadline`, rounded up.
-fn ms_until(deadline: i64) -> Option<i64> {
-    let now_us = i64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_micros()).ok()?;
-    let diff = deadline.checked_mul(1000)?.checked_sub(now_us)?;
-    Some(diff.saturating_add(999).div_euclid(1000))
+/// Wall-clock microseconds since the unix epoch.
+fn now_us() -> Option<i64> {
+    i64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_micros()).ok()
 }
 
 /// Keep a timer armed at the lock's lease deadline while `key` has waiters (for a free lock
@@ -161,9 +194,10 @@ fn arm_expiry(ctx: Ctx, key: &KeyId, deadline: Option<i64>, now: i64) {
     }
     let new = deadline.map(|d| {
         // Redis expires a key once now > deadline, i.e. from (deadline + 1) ms on. The period is
-        // computed from a microsecond clock so the timer is not up to 1 ms later than that.
-        let due = d.saturating_add(1);
-        let period = ms_until(due).unwrap_or_else(|| due.saturating_sub(now)).max(0);
+        // computed from a microsecond clock so the timer is not up to 1 ms later than that; it
+        // is capped (a later deadline re-arms) and never 0 for a key already past it.
+        let now_us = now_us().unwrap_or_else(|| now.saturating_mul(1000));
+        let period = timing::expiry_period_us(d, now_us);
         let data = Box::into_raw(Box::new(key.clone())).cast::<c_void>();
         let t = rm!(RedisModule_CreateTimer(ctx, period, Some(on_expiry_timer), data) else 0);
         (t, d)
@@ -214,14 +248,7 @@ pub fn block(
     });
     stats::WAITS_STARTED.inc();
     if let Some(d) = wait_deadline {
-        let period = d.saturating_sub(now).max(0);
-        let t =
-            rm!(RedisModule_CreateTimer(ctx, period, Some(on_wait_timer), id as usize as *mut c_void) else 0);
-        with(|s| {
-            if let Some(w) = s.q.get_mut(id) {
-                w.timer = Some(t);
-            }
-        });
+        arm_wait_timer(ctx, id, timing::period(d, now));
     }
     arm_expiry(ctx, &key, lock_deadline, now);
 }
@@ -293,7 +320,8 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
         }
         let count = holder.as_ref().map_or(1, |(_, c)| c + 1);
         // A FENCE waiter's token key is checked before its grant writes anything.
-        let token = match w.fence.then(|| token::prepare(ctx, &kid.1)).transpose() {
+        // Same-owner waiters granted behind the first share its hold, and so its token.
+        let token = match w.fence.then(|| token::prepare_for(ctx, &kid.1, count > 1)).transpose() {
             Ok(t) => t,
             Err(msg) => {
                 stats::WAITS_FAILED.inc();
@@ -354,6 +382,14 @@ pub fn queue_turn(ctx: Ctx, name: RStr, owner: &[u8], pttl: i64, now: i64) {
     with(|s| {
         if let Some(w) = s.q.turn_of(&kid, owner).and_then(|id| s.q.get_mut(id)) {
             w.turn_until = Some(until);
+            return;
+        }
+        // Beyond the bounds the acquire is served as without the module: no turn.
+        let turns = i64::try_from(s.q.turns()).unwrap_or(i64::MAX);
+        if turns >= crate::config::MAX_SCRIPT_TURNS.get() || !owner_fits(owner.len()) {
+            if s.q.clients_on(&kid) != 0 {
+                stats::TURNS_REFUSED.inc();
+            }
             return;
         }
         let entry = Waiter {
@@ -536,15 +572,30 @@ unsafe extern "C" fn free_outcome(_ctx: Ctx, pd: *mut c_void) {
     }
 }
 
+/// Arm waiter `id`'s timeout timer `period` ms from now (a capped period: see `timing`).
+fn arm_wait_timer(ctx: Ctx, id: u64, period: i64) {
+    let t = rm!(RedisModule_CreateTimer(ctx, period, Some(on_wait_timer), id as usize as *mut c_void) else 0);
+    with(|s| {
+        if let Some(w) = s.q.get_mut(id) {
+            w.timer = Some(t);
+        }
+    });
+}
+
 unsafe extern "C" fn on_wait_timer(ctx: Ctx, data: *mut c_void) {
     quietly(ctx, "wait timeout", || {
         let id = data as usize as u64;
         // The timer fired, so it must not be stopped again.
-        with(|s| {
-            if let Some(w) = s.q.get_mut(id) {
-                w.timer = None;
-            }
+        let deadline = with(|s| {
+            let w = s.q.get_mut(id)?;
+            w.timer = None;
+            w.deadline
         });
+        // A long wait takes several capped timers: re-arm until the deadline is reached.
+        if let Some(timing::Fired::Rearm(p)) = deadline.map(|d| timing::on_fire(d, rm::millis())) {
+            arm_wait_timer(ctx, id, p);
+            return;
+        }
         if let Some(w) = take(ctx, id) {
             stats::WAITS_TIMED_OUT.inc();
             unblock(w.handle, Outcome::TimedOut);

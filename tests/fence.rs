@@ -73,9 +73,20 @@ fn reply_shapes_and_tokens_strictly_increasing() {
     let t1 = granted(&fenced(&mut c, "k", "me", 30000));
     assert!(t1 >= before && t1 <= now_us(), "first token is the clock in µs: {t1}");
     assert_eq!(stored(&mut c, "k"), Some(t1));
-    let t2 = granted(&fenced(&mut c, "k", "me", 30000));
-    assert!(t2 > t1, "reentry issues a new token");
+    // A reentrant acquire keeps its hold's token: same reply, nothing written.
+    let mut rc0 = s.conn();
+    let issued = stat(&mut rc0, "tokens_issued");
+    assert_eq!(granted(&fenced(&mut c, "k", "me", 30000)), t1, "reentry keeps the token");
     assert_eq!(cmd!(c, "HGET", "k", "me").str(), "2");
+    assert_eq!(stored(&mut c, "k"), Some(t1), "token key unchanged");
+    assert_eq!(stat(&mut rc0, "tokens_issued"), issued, "no token issued on reentry");
+    // ... unless none is stored: then a new one.
+    assert_eq!(cmd!(c, "DEL", token_key("k")), R::Int(1));
+    let t2 = granted(&fenced(&mut c, "k", "me", 30000));
+    assert!(t2 > t1, "a new token when none is stored");
+    assert_eq!(stored(&mut c, "k"), Some(t2));
+    assert_eq!(granted(&fenced(&mut c, "k", "me", 30000)), t2);
+    assert_eq!(cmd!(c, "HGET", "k", "me").str(), "4");
     let p = refused(&fenced(&mut c, "k", "other", 30000));
     assert!(p > 29000 && p <= 30000, "pttl {p}");
     assert_eq!(stored(&mut c, "k"), Some(t2), "a refused acquire issues no token");
@@ -91,7 +102,9 @@ fn reply_shapes_and_tokens_strictly_increasing() {
         assert!(t > last, "token {t} after {last}");
         last = t;
     };
-    assert_eq!(cmd!(c, "LOCK.RELEASE", "k", "me"), R::Int(0));
+    for _ in 0..3 {
+        assert_eq!(cmd!(c, "LOCK.RELEASE", "k", "me"), R::Int(0));
+    }
     assert_eq!(cmd!(c, "LOCK.RELEASE", "k", "me"), R::Int(1));
     next(&mut c, "a", 30000);
     assert_eq!(cmd!(c, "LOCK.FORCERELEASE", "k"), R::Int(1));
@@ -154,8 +167,14 @@ fn options_in_any_order_and_refusals_change_nothing() {
         assert!(r.err().starts_with(err), "{k}: {r:?}");
         assert_eq!(cmd!(c, "EXISTS", k), R::Int(0), "{k}: lock not taken");
         assert_eq!(cmd!(c, "DUMP", token_key(k)), dump, "{k}: token key unchanged");
-        // A reentrant acquire is refused the same way and keeps the count.
         assert_eq!(cmd!(c, "LOCK.ACQUIRE", k, "me", 1000), R::Nil);
+        if k == "max" {
+            // A reentrant acquire keeps the stored token, which needs no room to grow.
+            assert_eq!(granted(&fenced(&mut c, k, "me", 1000)), i64::MAX);
+            assert_eq!(cmd!(c, "HGET", k, "me").str(), "2", "{k}: reentered");
+            continue;
+        }
+        // A reentrant acquire is refused the same way and keeps the count.
         assert!(fenced(&mut c, k, "me", 1000).is_err());
         assert_eq!(cmd!(c, "HGET", k, "me").str(), "1", "{k}: count unchanged");
     }
@@ -304,8 +323,11 @@ fn restart_keeps_tokens(aof: bool) {
     let mut c = Conn::new(s.port);
     assert_eq!(stored(&mut c, "ahead"), Some(t2), "token persisted");
     assert_eq!(cmd!(c, "HGET", "r", "me").str(), "1", "lock persisted");
+    assert_eq!(granted(&fenced(&mut c, "r", "me", 60000)), t1, "reentry keeps the persisted token");
+    assert_eq!(cmd!(c, "LOCK.FORCERELEASE", "ahead"), R::Int(1));
     let t3 = granted(&fenced(&mut c, "ahead", "me", 60000));
     assert_eq!(t3, t2 + 1, "after restart: stored + 1");
+    assert_eq!(cmd!(c, "LOCK.FORCERELEASE", "r"), R::Int(1));
     let t4 = granted(&fenced(&mut c, "r", "me", 60000));
     assert!(t4 > t1);
 }
@@ -339,6 +361,7 @@ fn replicas_without_the_module_receive_the_token_and_its_ttl() {
     );
     let t1 = granted(&fenced(&mut m, "k", "me", 30000));
     assert_eq!(cmd!(m, "CONFIG", "SET", "lock.token-ttl", 60000), R::Simple("OK".into()));
+    assert_eq!(cmd!(m, "LOCK.RELEASE", "k", "me"), R::Int(1));
     let t2 = granted(&fenced(&mut m, "k", "me", 30000));
     assert!(t2 > t1);
     assert_eq!(cmd!(m, "WAIT", 1, 5000), R::Int(1));
@@ -499,4 +522,36 @@ fn failover_that_lost_writes_still_issues_higher_tokens() {
          FENCE: dead master's last token {highest}, first token after failover {next}."
     );
     assert!(reissued <= counter_on_master, "a plain counter re-issues tokens after losing writes");
+}
+
+#[test]
+fn same_owner_waiters_granted_together_share_one_token() {
+    let s = Server::start();
+    let mut c = Conn::new(s.port);
+    let t0 = granted(&fenced(&mut c, "g", "holder", 30000));
+    let send = |owner: &str| {
+        let mut w = Conn::new(s.port);
+        w.send(&[
+            b"LOCK.ACQUIRE".to_vec(),
+            b"g".to_vec(),
+            owner.as_bytes().to_vec(),
+            b"30000".to_vec(),
+            b"WAIT".to_vec(),
+            b"10000".to_vec(),
+            b"FENCE".to_vec(),
+        ]);
+        w
+    };
+    let (mut a1, mut a2) = (send("A"), send("A"));
+    let mut rc = s.conn();
+    let queued = wait_for(Duration::from_secs(10), || (stat(&mut rc, "waiters") == 2).then_some(()));
+    assert!(queued.is_some(), "2 waiters queued");
+    let issued = stat(&mut rc, "tokens_issued");
+    assert_eq!(cmd!(c, "LOCK.RELEASE", "g", "holder"), R::Int(1));
+    let ta = granted(&a1.read().unwrap());
+    assert!(ta > t0);
+    assert_eq!(granted(&a2.read().unwrap()), ta, "the second hold of A reenters: same token");
+    assert_eq!(cmd!(c, "HGET", "g", "A").str(), "2");
+    assert_eq!(stored(&mut c, "g"), Some(ta));
+    assert_eq!(stat(&mut rc, "tokens_issued"), issued + 1, "one token for the two holds");
 }

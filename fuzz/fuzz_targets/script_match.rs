@@ -6,8 +6,8 @@
 //!   exactly the table's kind for its SHA1s and nothing for other 40-hex strings; `by_body`
 //!   answers only when the body's SHA1 and length are the table's;
 //! - `parse` accepts only the kind's exact layout (numkeys, number of arguments), and what it
-//!   returns is the argv itself: keys, owner and message bytes, positive integer leases and
-//!   latch times, PUBLISH/SPUBLISH only.
+//!   returns is the argv itself: keys, owner and message bytes, leases as integers (`None`
+//!   when not one), latch times as positive integers (`None` otherwise), PUBLISH/SPUBLISH only.
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
@@ -24,10 +24,14 @@ struct Input {
     argv: Vec<Vec<u8>>,
 }
 
-fn canonical_positive(b: &[u8]) -> Option<i64> {
+fn canonical(b: &[u8]) -> Option<i64> {
     let s = std::str::from_utf8(b).ok()?;
     let n: i64 = s.parse().ok()?;
-    (n > 0 && n.to_string() == s).then_some(n)
+    (n.to_string() == s).then_some(n)
+}
+
+fn canonical_positive(b: &[u8]) -> Option<i64> {
+    canonical(b).filter(|n| *n > 0)
 }
 
 fuzz_target!(|input: Input| {
@@ -69,13 +73,13 @@ fuzz_target!(|input: Input| {
     match call {
         Call::Acquire { lock, lease, owner, token_key, fenced_reply } => {
             assert_eq!((lock, owner), (keys[0], args[1]));
-            assert_eq!(Some(lease), canonical_positive(args[0]));
+            assert_eq!(lease, canonical(args[0]));
             assert_eq!(token_key, keys.get(1).copied().filter(|_| kind != Kind::Acquire));
             assert_eq!(fenced_reply, kind == Kind::FencedAcquire);
         }
         Call::Unlock { lock, channel, message, lease, owner, publish, latch } => {
             assert_eq!((lock, channel, message, owner), (keys[0], keys[1], args[0], args[2]));
-            assert_eq!(Some(lease), canonical_positive(args[1]));
+            assert_eq!(lease, canonical(args[1]));
             if kind != Kind::UnlockPublish {
                 let cmd = args[3];
                 assert!(cmd.eq_ignore_ascii_case(b"PUBLISH") || cmd.eq_ignore_ascii_case(b"SPUBLISH"));
@@ -83,7 +87,7 @@ fuzz_target!(|input: Input| {
                 assert_eq!(sharded, publish == redis_lock::redisson_scripts::Publish::SPublish);
             }
             match latch {
-                Some((key, ms)) => assert_eq!((key, Some(ms)), (keys[2], canonical_positive(args[4]))),
+                Some((key, ms)) => assert_eq!((key, ms), (keys[2], canonical_positive(args[4]))),
                 None => assert_ne!(kind, Kind::UnlockLatch),
             }
         }
@@ -91,7 +95,7 @@ fuzz_target!(|input: Input| {
             assert_eq!((lock, channel, message), (keys[0], keys[1], args[0]));
         }
         Call::Renew { lease, pairs, batch } => {
-            assert_eq!(Some(lease), canonical_positive(args[0]));
+            assert_eq!(lease, canonical(args[0]));
             assert_eq!(batch, kind == Kind::RenewBatch);
             let want: Vec<(&[u8], &[u8])> = keys.iter().copied().zip(args[1..].iter().copied()).collect();
             assert_eq!(pairs, want);
