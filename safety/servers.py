@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -58,6 +59,9 @@ class Server:
                 self.kill()
                 raise RuntimeError(f"redis-server {name} on {self.port} did not come up (see {self.dir})")
             time.sleep(0.005)
+
+    def call(self, *args: Any) -> Any:
+        return self.conn.execute_command(*args)  # type: ignore[no-untyped-call]
 
     def link_up(self) -> bool:
         info = self.conn.info("replication")

@@ -153,7 +153,7 @@ class Cell:
         assert self.proxy is not None
         master, replica = self.masters[0], self.replicas[0]
         replica.signal(signal.SIGSTOP)
-        master.conn.execute_command("CLIENT", "KILL", "TYPE", "replica")
+        master.call("CLIENT", "KILL", "TYPE", "replica")
         # Wait for a grant the replica cannot have seen (with sync_replicas there may be none).
         before = sum(self.grants)
         deadline = time.monotonic() + 0.5
@@ -163,7 +163,7 @@ class Cell:
             time.sleep(0.0005)
         master.proc.kill()
         replica.signal(signal.SIGCONT)
-        replica.conn.execute_command("REPLICAOF", "NO", "ONE")
+        replica.call("REPLICAOF", "NO", "ONE")
         self.proxy.retarget("m0", replica.port)
         master.kill()
         self.masters[0] = replica
@@ -200,7 +200,7 @@ class Cell:
         old.kill()
         self.masters[target] = fresh
         if target in self.replicas:
-            self.replicas[target].conn.execute_command("REPLICAOF", "127.0.0.1", fresh.port)
+            self.replicas[target].call("REPLICAOF", "127.0.0.1", fresh.port)
         self.faults += 1
 
     def inject(self, until: float) -> None:
@@ -237,8 +237,8 @@ class Cell:
             for p in self.workers:
                 p.join(cfg.acquire_wait + 10)
             assert self.store is not None
-            history = [x.decode() for x in self.store.conn.lrange("safety:history", 0, -1)]
-            final = (self.store.conn.get("safety:set") or b"").decode()
+            history = [bytes(x).decode() for x in self.store.call("LRANGE", "safety:history", 0, -1)]
+            final = bytes(self.store.call("GET", "safety:set") or b"").decode()
         finally:
             self.close()
         events = checker.load_events(self.logs)

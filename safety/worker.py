@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import redis
+
 from strategies import Locker, connect
 
 IDLE, HOLDING, READ = 0, 1, 2

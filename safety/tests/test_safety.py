@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from checker import check, overlaps
 from suite import Config, run_cell
 

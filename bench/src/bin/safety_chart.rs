@@ -88,7 +88,8 @@ fn draw(results: &Results, out: &mut String) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         for (fi, fault) in faults.iter().enumerate() {
             let x = x0 + CELL_W * fi as i32;
-            root.draw(&text(fault, 9, x + CELL_W / 2, HEAD_H - 10, HPos::Center)).map_err(|e| e.to_string())?;
+            root.draw(&text(fault, 9, x + CELL_W / 2, HEAD_H - 10, HPos::Center))
+                .map_err(|e| e.to_string())?;
             for (ri, row) in rows.iter().enumerate() {
                 let run = results
                     .runs
@@ -96,8 +97,11 @@ fn draw(results: &Results, out: &mut String) -> Result<(), String> {
                     .find(|r| &r.fault == fault && &format!("{} / {}", r.strategy, r.workload) == row);
                 let v = run.and_then(|r| value(r, pi));
                 let y = HEAD_H + CELL_H * ri as i32;
-                root.draw(&Rectangle::new([(x + 1, y + 1), (x + CELL_W - 1, y + CELL_H - 1)], color(v, max).filled()))
-                    .map_err(|e| e.to_string())?;
+                root.draw(&Rectangle::new(
+                    [(x + 1, y + 1), (x + CELL_W - 1, y + CELL_H - 1)],
+                    color(v, max).filled(),
+                ))
+                .map_err(|e| e.to_string())?;
                 let label = v.map_or_else(|| "-".to_string(), |n| n.to_string());
                 root.draw(&text(&label, 12, x + CELL_W / 2, y + CELL_H / 2, HPos::Center))
                     .map_err(|e| e.to_string())?;
