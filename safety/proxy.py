@@ -3,7 +3,8 @@
 Each (client, server) pair is a *link* with its own listening port, so one client can be cut
 off while the others carry on. A cut does not drop anything: the proxy stops moving bytes for
 the client (both directions, every server) and delivers what was held back when the cut heals,
-which is what a long network delay or a healed partition does to a TCP stream. ``retarget``
+which is what a long network delay or a healed partition does to a TCP stream. ``down`` makes
+one server unreachable for one client (connections refused at once). ``retarget``
 points a server's links at another port (failover, restart) and closes the open connections,
 so the clients reconnect to the new server.
 """
@@ -21,7 +22,8 @@ class _Proxy:
     def __init__(self) -> None:
         self.upstream: dict[str, int] = {}
         self.open_client: dict[int, asyncio.Event] = {}
-        self.conns: dict[str, set[asyncio.StreamWriter]] = {}
+        self.conns: dict[str, set[tuple[int, asyncio.StreamWriter]]] = {}
+        self.down: set[tuple[int, str]] = set()  # links that refuse connections (a node unreachable)
 
     def gate(self, client: int) -> asyncio.Event:
         if client not in self.open_client:
@@ -31,32 +33,33 @@ class _Proxy:
         return self.open_client[client]
 
     async def link(self, client: int, server: str) -> int:
-        gate = self.gate(client)
         self.conns.setdefault(server, set())
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await self.serve(reader, writer, gate, server)
+            await self.serve(reader, writer, client, server)
 
         listener = await asyncio.start_server(handle, "127.0.0.1", 0)
         return int(listener.sockets[0].getsockname()[1])
 
-    async def serve(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, gate: asyncio.Event, server: str
-    ) -> None:
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: int, server: str) -> None:
+        gate = self.gate(client)
         await gate.wait()
+        if (client, server) in self.down:
+            writer.close()
+            return
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream[server])
         except OSError:
             writer.close()
             return
         live = self.conns[server]
-        live.add(writer)
-        live.add(up_writer)
+        pair = {(client, writer), (client, up_writer)}
+        live |= pair
         try:
             await asyncio.gather(self.pump(reader, up_writer, gate), self.pump(up_reader, writer, gate))
         finally:
+            live -= pair
             for w in (writer, up_writer):
-                live.discard(w)
                 w.close()
 
     @staticmethod
@@ -90,8 +93,17 @@ class _Proxy:
             return None
         if op == "retarget":
             self.upstream[cmd[1]] = cmd[2]
-            for w in list(self.conns.get(cmd[1], ())):
+            for _, w in list(self.conns.get(cmd[1], ())):
                 w.close()
+            return None
+        if op == "down":
+            self.down.add((cmd[1], cmd[2]))
+            for c, w in list(self.conns.get(cmd[2], ())):
+                if c == cmd[1]:
+                    w.close()
+            return None
+        if op == "up":
+            self.down.discard((cmd[1], cmd[2]))
             return None
         raise ValueError(op)
 
@@ -142,6 +154,13 @@ class Proxy:
 
     def heal(self, client: int) -> None:
         self.call("heal", client)
+
+    def down(self, client: int, server: str) -> None:
+        """The client cannot reach the server: its connections are closed, new ones refused."""
+        self.call("down", client, server)
+
+    def up(self, client: int, server: str) -> None:
+        self.call("up", client, server)
 
     def retarget(self, server: str, port: int) -> None:
         self.call("retarget", server, port)

@@ -17,7 +17,7 @@ import checker
 import worker
 from proxy import Proxy
 from servers import Server
-from strategies import LOCK_NAME, masters, uses_module
+from strategies import masters, uses_module
 
 FAULTS = ["none", "client-pause", "failover-lost-writes", "partition", "restart-no-persistence"]
 
@@ -171,24 +171,34 @@ class Cell:
         self.faults += 1
 
     def restart(self) -> None:
-        """A master restarted empty (no persistence) while a client holds the lock on it."""
+        """A master restarted empty (no persistence) while a client holds the lock on it.
+
+        RedLock over three masters: Kleppmann's case. A holder with every master survives one
+        empty restart, so first one master is made unreachable for one client (connections
+        refused), that client takes the lock on the other two (a bare majority), and one of those
+        two is restarted empty while it holds the lock.
+        """
         assert self.proxy is not None
-        deadline = time.monotonic() + 1.0
-        target: int | None = None
-        while time.monotonic() < deadline and not self.stop.value:
-            if self.holder(worker.HOLDING, 0.2) is None:
-                continue
-            if len(self.masters) == 1:
-                target = 0
-                break
-            # RedLock: the damaging case is a holder with exactly a majority (2 of 3): restart one of them.
-            held = [j for j, m in enumerate(self.masters) if m.conn.exists(LOCK_NAME)]
-            if held:
-                target = self.rng.choice(held)
-                if len(held) == 2:
-                    break
-        if target is None:
-            return
+        unreachable: tuple[int, str] | None = None
+        if len(self.masters) == 1:
+            if self.holder(worker.HOLDING) is None:
+                return
+            target = 0
+        else:
+            victim = self.rng.randrange(self.cfg.clients)
+            cut = self.rng.randrange(len(self.masters))
+            unreachable = (victim, f"m{cut}")
+            self.proxy.down(*unreachable)
+            granted = self.grants[victim]
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline and not (
+                self.grants[victim] > granted and self.phase[victim] >= worker.HOLDING
+            ):
+                time.sleep(0.0005)
+            if self.grants[victim] == granted:
+                self.proxy.up(*unreachable)
+                return
+            target = self.rng.choice([j for j in range(len(self.masters)) if j != cut])
         # The restarted process is started beforehand (an empty server on another port): the
         # restart then takes as long as a supervisor's fast restart, not our process start-up.
         old = self.masters[target]
@@ -201,6 +211,9 @@ class Cell:
         self.masters[target] = fresh
         if target in self.replicas:
             self.replicas[target].call("REPLICAOF", "127.0.0.1", fresh.port)
+        if unreachable is not None:
+            time.sleep(0.1)
+            self.proxy.up(*unreachable)
         self.faults += 1
 
     def inject(self, until: float) -> None:
