@@ -27,7 +27,7 @@ struct Run {
 }
 
 const PANELS: [&str; 3] = ["lost updates", "overlapping holders", "stale writes accepted"];
-const CELL_W: i32 = 92;
+const CELL_W: i32 = 116;
 const CELL_H: i32 = 24;
 const LABEL_W: i32 = 210;
 const HEAD_H: i32 = 70;
