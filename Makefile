@@ -89,7 +89,7 @@ chaos: build ## fenced critical sections through repeated failovers that lose wr
 	$(CARGO) run --release --manifest-path bench/Cargo.toml --bin chaos -- --module $(CURDIR)/$(MODULE) --out bench-results $(CHAOS_ARGS)
 
 safety: build python-venv ## lost updates and overlapping holders for every lock strategy under pauses, lossy failover, partitions, restarts (SAFETY_SECONDS per cell), then make chaos; target/safety/
-	@mkdir -p target/safety
+	@mkdir -p target/safety && rm -f target/safety/results.json target/safety/results.md target/safety/safety.svg
 	@status=0; \
 	LOCK_MODULE=$(CURDIR)/$(MODULE) $(PY)/python safety/run.py --seconds $(SAFETY_SECONDS) --out target/safety || status=$$?; \
 	test -f target/safety/results.json || exit 1; \
