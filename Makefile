@@ -11,6 +11,8 @@ MODULE := target/release/libredis_lock.so
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
+CHAOS = $(CARGO) run --release --manifest-path bench/Cargo.toml --bin chaos -- --module $(CURDIR)/$(MODULE)
+
 PY_VENV := target/py-venv
 PY := $(CURDIR)/$(PY_VENV)/bin
 
@@ -86,7 +88,7 @@ bench-python: build python-venv ## the Python client: contention (N processes) a
 	LOCK_MODULE=$(CURDIR)/$(MODULE) $(PY)/python clients/python/bench/contention.py --out bench-results/python.md
 
 chaos: build ## fenced critical sections through repeated failovers that lose writes: FENCE vs a plain counter
-	$(CARGO) run --release --manifest-path bench/Cargo.toml --bin chaos -- --module $(CURDIR)/$(MODULE) --out bench-results $(CHAOS_ARGS)
+	$(CHAOS) --out bench-results $(CHAOS_ARGS)
 
 safety: build python-venv ## lost updates and overlapping holders for every lock strategy under pauses, lossy failover, partitions, restarts (SAFETY_SECONDS per cell), then make chaos; target/safety/
 	@mkdir -p target/safety && rm -f target/safety/results.json target/safety/results.md target/safety/safety.svg
@@ -94,7 +96,7 @@ safety: build python-venv ## lost updates and overlapping holders for every lock
 	LOCK_MODULE=$(CURDIR)/$(MODULE) $(PY)/python safety/run.py --seconds $(SAFETY_SECONDS) --out target/safety || status=$$?; \
 	test -f target/safety/results.json || exit 1; \
 	$(CARGO) run --release --manifest-path bench/Cargo.toml --bin safety_chart -- target/safety/results.json target/safety/safety.svg || status=1; \
-	$(MAKE) --no-print-directory chaos CHAOS_ARGS="--out target/safety $(CHAOS_ARGS)" || status=1; \
+	$(CHAOS) --out target/safety $(CHAOS_ARGS) || status=1; \
 	exit $$status
 
 test-safety: build python-venv ## the safety harness's self-test: short cells that must find lost updates (unguarded, client pauses) and none with FENCE
