@@ -3,6 +3,7 @@
 
 PORT ?= 6379
 FUZZ_SECONDS ?= 60
+SAFETY_SECONDS ?= 15
 TEST_FUZZ_SECONDS ?= 10
 FUZZ_TARGETS := args state queue fence script_match timers
 CARGO ?= cargo
@@ -10,10 +11,12 @@ MODULE := target/release/libredis_lock.so
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
+CHAOS = $(CARGO) run --release --manifest-path bench/Cargo.toml --bin chaos -- --module $(CURDIR)/$(MODULE)
+
 PY_VENV := target/py-venv
 PY := $(CURDIR)/$(PY_VENV)/bin
 
-.PHONY: help deps build run test test-matrix profile lint fmt bench chaos fuzz valgrind clean python-venv test-python lint-python bench-python
+.PHONY: help deps build run test test-matrix profile lint fmt bench chaos safety test-safety fuzz valgrind clean python-venv test-python lint-python bench-python
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -87,7 +90,20 @@ bench-python: build python-venv ## the Python client: contention (N processes) a
 	LOCK_MODULE=$(CURDIR)/$(MODULE) $(PY)/python clients/python/bench/contention.py --out bench-results/python.md
 
 chaos: build ## fenced critical sections through repeated failovers that lose writes: FENCE vs a plain counter
-	$(CARGO) run --release --manifest-path bench/Cargo.toml --bin chaos -- --module $(CURDIR)/$(MODULE) --out bench-results $(CHAOS_ARGS)
+	$(CHAOS) --out bench-results $(CHAOS_ARGS)
+
+safety: build python-venv ## lost updates and overlapping holders for every lock strategy under pauses, lossy failover, partitions, restarts (SAFETY_SECONDS per cell), then make chaos; target/safety/
+	@mkdir -p target/safety && rm -f target/safety/results.json target/safety/results.md target/safety/safety.svg
+	@status=0; \
+	LOCK_MODULE=$(CURDIR)/$(MODULE) $(PY)/python safety/run.py --seconds $(SAFETY_SECONDS) --out target/safety || status=$$?; \
+	test -f target/safety/results.json || exit 1; \
+	$(CARGO) run --release --manifest-path bench/Cargo.toml --bin safety_chart -- target/safety/results.json target/safety/safety.svg || status=1; \
+	$(CHAOS) --out target/safety $(CHAOS_ARGS) || status=1; \
+	exit $$status
+
+test-safety: build python-venv ## the safety harness's self-test: short cells that must find lost updates (unguarded, client pauses) and none with FENCE
+	@mkdir -p target
+	cd safety && LOCK_MODULE=$(CURDIR)/$(MODULE) $(PY)/pytest -q -p no:cacheprovider --junitxml=$(CURDIR)/target/pytest-safety.xml
 
 profile: build ## callgrind instructions per command: LOCK.* vs SET PX vs the Lua script (SERVER=path/to/redis-server)
 	python3 scripts/profile.py --module $(CURDIR)/$(MODULE) --server $(or $(SERVER),redis-server) $(if $(SERVER),--scope process)
