@@ -21,6 +21,7 @@ pub mod queue;
 pub mod redisson_scripts;
 pub mod state;
 
+mod acl;
 mod cluster;
 mod cmdinfo;
 mod commands;
@@ -33,6 +34,7 @@ mod script_filter;
 mod stats;
 mod token;
 mod wait;
+mod writes;
 
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 use rm::rm;
@@ -92,6 +94,10 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         || subscribe(raw::REDISMODULE_EVENT_SWAPDB, Some(wait::on_swapdb)) != 0
     {
         return fail(&context, "cannot subscribe to server events");
+    }
+    // Events that may change whether the server refuses writes (see writes.rs).
+    for id in writes::EVENTS {
+        subscribe(id, Some(writes::on_event));
     }
     Status::Ok
 }

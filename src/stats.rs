@@ -44,8 +44,14 @@ pub static TURNS_TAKEN: Counter = Counter::new();
 pub static TURNS_MISSED: Counter = Counter::new();
 pub static ERRORS: Counter = Counter::new();
 pub static PANICS: Counter = Counter::new();
+/// Natively run scripts, FENCE token keys and grants refused by an ACL check of the module.
+pub static ACL_DENIED: Counter = Counter::new();
+/// Natively run scripts refused because the server refuses writes (NOREPLICAS, MISCONF...).
+pub static WRITES_REFUSED: Counter = Counter::new();
+/// Grants put off because the server refused writes (or was out of memory) at that moment.
+pub static GRANTS_DEFERRED: Counter = Counter::new();
 
-const FIELDS: [(&CStr, &Counter); 25] = [
+const FIELDS: [(&CStr, &Counter); 28] = [
     (c"acquires_new", &ACQUIRES_NEW),
     (c"acquires_reentrant", &ACQUIRES_REENTRANT),
     (c"acquires_contended", &ACQUIRES_CONTENDED),
@@ -71,6 +77,9 @@ const FIELDS: [(&CStr, &Counter); 25] = [
     (c"script_turns_missed", &TURNS_MISSED),
     (c"errors", &ERRORS),
     (c"panics_caught", &PANICS),
+    (c"acl_denials", &ACL_DENIED),
+    (c"writes_refused", &WRITES_REFUSED),
+    (c"grants_deferred", &GRANTS_DEFERRED),
 ];
 
 /// Native runs and runs left to Lua of each Redisson script kind (`redisson_scripts::KINDS`).

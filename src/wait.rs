@@ -133,6 +133,9 @@ fn take(ctx: Ctx, id: u64) -> Option<Waiter<usize>> {
         s.by_client.remove(&w.handle);
         Some((w, stale))
     })?;
+    if !w.is_turn() {
+        crate::acl::forget_waiter(w.handle);
+    }
     if let Some(t) = w.timer {
         stop_timer(ctx, t);
     }
@@ -195,6 +198,7 @@ pub fn block(
         return;
     }
     rm!(RedisModule_SetDisconnectCallback(bc, Some(on_disconnect)) else ());
+    crate::acl::remember_waiter(ctx, bc as usize);
     watch_keyspace(ctx);
     let key: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
     let waiter = Waiter {
@@ -252,6 +256,13 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
         return false;
     }
     let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
+    // A grant is a write: while the server refuses writes (or is out of memory) it is put off;
+    // the waiters keep their places and the key is looked at again shortly.
+    if crate::writes::refused_or_oom(ctx, name).is_some() {
+        stats::GRANTS_DEFERRED.inc();
+        schedule_checks_in(ctx, GRANT_RETRY_MS, |_| vec![kid]);
+        return false;
+    }
     let reserved = with(|s| s.q.reservation(&kid).map(|(_, until)| until));
     match reserved {
         Some(until) if until >= now => return false,
@@ -289,6 +300,14 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
         if w.deadline.is_some_and(|d| d <= now) {
             stats::WAITS_TIMED_OUT.inc();
             unblock(w.handle, Outcome::TimedOut);
+            continue;
+        }
+        // Where the server re-checks its own blocked commands, a waiter that lost the permission
+        // to take the lock (or to write its token key) gets NOPERM instead of the grant.
+        let token_key = w.fence.then(|| crate::config::token_key(&kid.1));
+        if !crate::acl::waiter_may_take(ctx, w.handle, &kid.1, &w.owner, token_key.as_deref()) {
+            stats::WAITS_FAILED.inc();
+            unblock(w.handle, Outcome::Failed(crate::acl::GRANT_DENIED));
             continue;
         }
         let count = holder.as_ref().map_or(1, |(_, c)| c + 1);
@@ -411,6 +430,9 @@ fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
 
 /// How long to wait before looking again at a key that could not be served yet.
 const RETRY_MS: i64 = 10;
+
+/// How long a grant put off by a write refusal waits before it is tried again.
+const GRANT_RETRY_MS: i64 = 50;
 
 /// Whether `name` is in the keyspace at all, even logically expired. `MEMORY USAGE` reads the
 /// keyspace directly, without the expiry logic of a normal lookup.
