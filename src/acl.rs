@@ -338,26 +338,26 @@ pub fn forget_waiter(handle: usize) {
     drop(gone);
 }
 
-/// May the waiter `handle` still take lock `key` (and write `token` with FENCE)? As the server
-/// would re-check its blocked command: LOCK.ACQUIRE with its key, and the token key.
-pub fn waiter_may_take(ctx: Ctx, handle: usize, key: &[u8], owner: &[u8], token: Option<&[u8]>) -> bool {
+/// The remembered user of waiter `handle` (read before the waiter leaves the table).
+pub fn waiter_user(handle: usize) -> Option<WaiterUser> {
     if !grants_recheck() {
+        return None;
+    }
+    WAITING.lock().unwrap_or_else(PoisonError::into_inner).get(&handle).cloned().map(WaiterUser)
+}
+
+/// A waiting client's user, as remembered at block time.
+pub struct WaiterUser((Vec<u8>, Option<u64>));
+
+/// May the waiter (its user `who`) still take lock `key` (and write `token` with FENCE)? As the
+/// server would re-check its blocked command: LOCK.ACQUIRE with its key, and the token key.
+pub fn waiter_may_take(who: Option<WaiterUser>, key: &[u8], owner: &[u8], token: Option<&[u8]>) -> bool {
+    let Some(WaiterUser((user_name, since))) = who else { return true };
+    // Unrestricted at block time and no permission change seen since.
+    if since.is_some_and(|e| crate::script_filter::installed() && e == EPOCH.load(Ordering::Relaxed)) {
         return true;
     }
-    let user_name = {
-        let w = WAITING.lock().unwrap_or_else(PoisonError::into_inner);
-        match w.get(&handle) {
-            // Unrestricted at block time and no permission change seen since.
-            Some((_, Some(e)))
-                if crate::script_filter::installed() && *e == EPOCH.load(Ordering::Relaxed) =>
-            {
-                return true
-            }
-            Some((n, _)) => OwnedStr::new(n),
-            None => return true, // not remembered: no user (AOF, replication)
-        }
-    };
-    let _ = ctx;
+    let user_name = OwnedStr::new(&user_name);
     let user = User::from_name(user_name);
     let (k, o) = (OwnedStr::new(key), OwnedStr::new(owner));
     let lease = OwnedStr::from_i64(1);

@@ -283,6 +283,7 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
             }
         });
         let Some(id) = next else { break };
+        let who = with(|s| s.q.get(id).map(|w| w.handle)).and_then(crate::acl::waiter_user);
         let Some(w) = take(ctx, id) else { break };
         if let Some(until) = w.turn_until {
             if until < now {
@@ -305,7 +306,7 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
         // Where the server re-checks its own blocked commands, a waiter that lost the permission
         // to take the lock (or to write its token key) gets NOPERM instead of the grant.
         let token_key = w.fence.then(|| crate::config::token_key(&kid.1));
-        if !crate::acl::waiter_may_take(ctx, w.handle, &kid.1, &w.owner, token_key.as_deref()) {
+        if !crate::acl::waiter_may_take(who, &kid.1, &w.owner, token_key.as_deref()) {
             stats::WAITS_FAILED.inc();
             unblock(w.handle, Outcome::Failed(crate::acl::GRANT_DENIED));
             continue;
