@@ -35,8 +35,9 @@ static NAMES: LazyLock<Vec<[usize; 2]>> =
 
 /// Which of EVAL (bit 0) and EVALSHA (bit 1) the server resolves by those names: with
 /// `rename-command EVALSHA ""` (or renamed to another name) the name is unknown to the server,
-/// and the filter must not revive it. Read with `COMMAND INFO` when the filter is installed
-/// (renames are only possible in the config file, before any module loads).
+/// and the filter must not revive it. Read with `COMMAND INFO` at load (renames are only
+/// possible in the config file, before any module loads; a CONFIG SET apply callback has no
+/// client to `RM_Call` with on 7.0). Bit 7: read.
 static RESOLVED: AtomicU8 = AtomicU8::new(0);
 
 fn read_resolved(ctx: Ctx) -> u8 {
@@ -55,7 +56,8 @@ fn read_resolved(ctx: Ctx) -> u8 {
 
 /// Whether the server runs EVAL (`evalsha` false) or EVALSHA under that name.
 pub fn resolves(evalsha: bool) -> bool {
-    RESOLVED.load(Ordering::Relaxed) & (1 << u8::from(evalsha)) != 0
+    let r = RESOLVED.load(Ordering::Relaxed);
+    r & 0x80 == 0 || r & (1 << u8::from(evalsha)) != 0
 }
 
 /// Replace the extra entries (`kind:sha1:length`, comma- or space-separated).
@@ -89,7 +91,10 @@ pub fn installed() -> bool {
 /// Install (`on`) or remove the filter; idempotent.
 pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
     LazyLock::force(&NAMES);
-    RESOLVED.store(read_resolved(ctx), Ordering::Relaxed);
+    // A context without a client (a config apply callback) cannot RM_Call.
+    if RESOLVED.load(Ordering::Relaxed) & 0x80 == 0 && rm!(RedisModule_GetClientId(ctx) else 0) != 0 {
+        RESOLVED.store(read_resolved(ctx) | 0x80, Ordering::Relaxed);
+    }
     // Permissions may have changed while the filter was off (it watches ACL commands).
     crate::acl::invalidate();
     let current = FILTER.load(Ordering::Relaxed);

@@ -394,3 +394,61 @@ fn disabled_eval_commands_stay_disabled() {
     let native_runs: i64 = lock_info(&mut s.conn())["redisson_acquire_native"].parse().unwrap();
     assert_eq!(native_runs, 0, "the renamed EVAL ran in Lua");
 }
+
+/// The per-client cache of unrestricted users never outlives a permission change.
+#[test]
+fn acl_changes_take_effect_at_once() {
+    let s = Server::start_opts(native_opts());
+    let mut admin = Conn::new(s.port);
+    load_all(&mut admin);
+    call(&mut admin, &["ACL", "SETUSER", "u", "on", ">pw", "+@all", "~*", "&*"]);
+    call(&mut admin, &["ACL", "SETUSER", "r", "on", ">pw", "+@all", "-hincrby", "~*", "&*"]);
+    let acquire = |c: &mut Conn, k: &str| c.call(&scripts_argv("acquire", &[k], &["30000", "o"]));
+    let mut u = login(s.port, "u");
+    assert_eq!(acquire(&mut u, "a1"), R::Nil, "unrestricted (now cached)");
+    // ACL SETUSER from another connection.
+    call(&mut admin, &["ACL", "SETUSER", "u", "-hincrby"]);
+    assert_eq!(class(&acquire(&mut u, "a2")).as_deref(), Some("ERR"), "revoked at once");
+    call(&mut admin, &["ACL", "SETUSER", "u", "+hincrby"]);
+    assert_eq!(acquire(&mut u, "a3"), R::Nil);
+    // AUTH as another user on the same connection.
+    assert_eq!(call(&mut u, &["AUTH", "r", "pw"]), R::Simple("OK".into()));
+    assert_eq!(class(&acquire(&mut u, "a4")).as_deref(), Some("ERR"), "after AUTH");
+    assert_eq!(call(&mut u, &["AUTH", "u", "pw"]), R::Simple("OK".into()));
+    assert_eq!(acquire(&mut u, "a5"), R::Nil);
+    // A transaction that revokes, then runs the script.
+    assert_eq!(call(&mut admin, &["MULTI"]), R::Simple("OK".into()));
+    call(&mut admin, &["ACL", "SETUSER", "u", "-hincrby"]);
+    let mut v = login(s.port, "u");
+    assert_eq!(acquire(&mut v, "a6"), R::Nil, "before EXEC");
+    call(&mut admin, &["EXEC"]);
+    assert_eq!(class(&acquire(&mut v, "a7")).as_deref(), Some("ERR"), "after EXEC");
+    assert_eq!(call(&mut admin, &["EXISTS", "a2", "a4", "a7"]), R::Int(0), "refused calls wrote nothing");
+}
+
+fn scripts_argv(kind: &str, keys: &[&str], args: &[&str]) -> Vec<Vec<u8>> {
+    let mut v = vec![a("EVALSHA"), script(kind).sha.into_bytes(), keys.len().to_string().into_bytes()];
+    v.extend(keys.iter().map(|k| a(k)));
+    v.extend(args.iter().map(|k| a(k)));
+    v
+}
+
+/// Renames are read at load: switching to `native` at run time does not revive them either.
+#[test]
+fn disabled_evalsha_stays_disabled_when_native_is_switched_on_later() {
+    let sha = "149c5a8bf18676fd99e9e6e24923bd64d9b62f94";
+    let mut opts = Opts::default().module_arg(&format!("redisson-extra-scripts {}", scripts::extra_spec()));
+    for a in ["--rename-command", "EVALSHA", ""] {
+        opts.args.push(a.to_string());
+    }
+    let s = Server::start_opts(opts);
+    let mut c = Conn::new(s.port);
+    assert_eq!(call(&mut c, &["CONFIG", "SET", "lock.redisson-scripts", "native"]), R::Simple("OK".into()));
+    let r = call(&mut c, &["EVALSHA", sha, "1", "k", "30000", "o"]);
+    assert!(r.err().to_lowercase().contains("unknown command"), "{r:?}");
+    assert_eq!(call(&mut c, &["EXISTS", "k"]), R::Int(0));
+    // EVAL still resolves and runs natively.
+    let body = std::str::from_utf8(script("acquire").body).unwrap().to_string();
+    assert_eq!(call(&mut c, &["EVAL", &body, "1", "k", "30000", "o"]), R::Nil);
+    assert_eq!(lock_info(&mut s.conn())["redisson_acquire_native"], "1");
+}
