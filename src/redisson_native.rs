@@ -41,11 +41,18 @@ struct Argv<'a> {
     user: Option<&'a acl::User>,
 }
 
-impl Argv<'_> {
+impl<'a> Argv<'a> {
+    /// An empty path: commands are recorded only when the user's permissions are checked.
+    fn path<'s>(&self) -> acl::Path<'s> {
+        acl::Path::new(self.user.is_some())
+    }
+    fn path_of<'s>(&self, steps: &[Step<'s>]) -> acl::Path<'s> {
+        acl::Path::of(self.user.is_some(), steps)
+    }
     /// Whether the script may take this path: every command on it allowed to the user, and
     /// writes accepted by the server if it writes. Otherwise the error is replied (nothing was
     /// written) and the caller stops.
-    fn allowed(&self, ctx: Ctx, steps: &[Step]) -> bool {
+    fn allowed(&self, ctx: Ctx, steps: &acl::Path) -> bool {
         match acl::check_path(ctx, self.user, self.key(0), steps) {
             Ok(()) => true,
             Err(e) => {
@@ -204,7 +211,7 @@ fn acquire(ctx: Ctx, a: &Argv, lease: i64, fenced: bool, fenced_reply: bool, now
     let k = [name];
     let k_owner = [name, owner];
     if turn_pttl.is_some() || (!free && mine.is_none()) {
-        let mut steps = vec![Step::read(Cmd::Exists, &k)];
+        let mut steps = a.path_of(&[Step::read(Cmd::Exists, &k)]);
         if !free {
             steps.push(Step::read(Cmd::HExists, &k_owner));
         }
@@ -243,7 +250,7 @@ fn acquire(ctx: Ctx, a: &Argv, lease: i64, fenced: bool, fenced_reply: bool, now
     let incr = [name, owner, one.ptr()];
     let expire = [name, lease_s];
     let token_key = [a.key(1)];
-    let mut steps = vec![Step::read(Cmd::Exists, &k)];
+    let mut steps = a.path_of(&[Step::read(Cmd::Exists, &k)]);
     if !free {
         steps.push(Step::read(Cmd::HExists, &k_owner));
     }
@@ -324,7 +331,7 @@ fn unlock(
 ) -> Native {
     let latch_k = [a.key(2)];
     let get_latch = Step::read(Cmd::Get, &latch_k);
-    let mut steps = Vec::with_capacity(7);
+    let mut steps = a.path();
     // 3.24+: an existing latch answers a retried unlock and nothing else happens.
     if latch_ms.is_some() {
         let latch = Key::write(ctx, a.key(2));
@@ -332,7 +339,7 @@ fn unlock(
             KeyKind::Empty => {}
             _ if latch.is_string() => {
                 let v = latch.string_get(redisson_scripts::latch_value).flatten().ok_or(ToLua)?;
-                if !a.allowed(ctx, &[get_latch]) {
+                if !a.allowed(ctx, &a.path_of(&[get_latch])) {
                     return Ok(());
                 }
                 rm::reply_int(ctx, v);
@@ -408,7 +415,7 @@ fn force_unlock(ctx: Ctx, a: &Argv, (lock, channel): (&&[u8], &&[u8]), publish: 
     let key = Key::write(ctx, name);
     if key.kind() == KeyKind::Empty {
         // DEL of a missing key writes nothing, but the server refuses it all the same.
-        if !a.allowed(ctx, &[Step::write(Cmd::Del, &k)]) {
+        if !a.allowed(ctx, &a.path_of(&[Step::write(Cmd::Del, &k)])) {
             return Ok(());
         }
         rm::reply_int(ctx, 0);
@@ -417,7 +424,8 @@ fn force_unlock(ctx: Ctx, a: &Argv, (lock, channel): (&&[u8], &&[u8]), publish: 
     if !publish_allowed(publish, lock, channel) {
         return Err(ToLua);
     }
-    if !a.allowed(ctx, &[Step::write(Cmd::Del, &k), Step::read(publish_cmd(publish), &publish_args)]) {
+    let steps = a.path_of(&[Step::write(Cmd::Del, &k), Step::read(publish_cmd(publish), &publish_args)]);
+    if !a.allowed(ctx, &steps) {
         return Ok(());
     }
     effects::delete(ctx, &key, name);
@@ -440,7 +448,7 @@ fn renew(ctx: Ctx, a: &Argv, lease: i64, n: usize, batch: bool, now: i64) -> Nat
         .collect();
     let pairs: Vec<[RStr; 2]> = (0..n).map(|i| [a.key(i), a.arg(i + 1)]).collect();
     let expires: Vec<[RStr; 2]> = (0..n).map(|i| [a.key(i), a.arg(0)]).collect();
-    let mut steps = Vec::with_capacity(2 * n);
+    let mut steps = a.path();
     for ((pair, expire), h) in pairs.iter().zip(&expires).zip(&held) {
         steps.push(Step::read(Cmd::HExists, pair));
         if *h {

@@ -23,6 +23,8 @@ use std::sync::{Mutex, PoisonError};
 static EPOCH: AtomicU64 = AtomicU64::new(1);
 /// (epoch of the answer, the refusal text or `None` when writes are accepted).
 static ANSWER: Mutex<(u64, Option<String>)> = Mutex::new((0, None));
+/// The epoch at which writes were last found accepted (the common case, read without a lock).
+static ACCEPTED: AtomicU64 = AtomicU64::new(0);
 
 /// Forget the cached answer.
 pub fn invalidate() {
@@ -33,6 +35,9 @@ pub fn invalidate() {
 /// or `None` when writes are accepted. `key` is used for the probe (nothing is written).
 pub fn refused(ctx: Ctx, key: RStr) -> Option<String> {
     let epoch = EPOCH.load(Ordering::Relaxed);
+    if ACCEPTED.load(Ordering::Relaxed) == epoch {
+        return None;
+    }
     {
         let a = ANSWER.lock().unwrap_or_else(PoisonError::into_inner);
         if a.0 == epoch {
@@ -40,6 +45,9 @@ pub fn refused(ctx: Ctx, key: RStr) -> Option<String> {
         }
     }
     let answer = probe(ctx, key);
+    if answer.is_none() {
+        ACCEPTED.store(epoch, Ordering::Relaxed);
+    }
     *ANSWER.lock().unwrap_or_else(PoisonError::into_inner) = (epoch, answer.clone());
     answer
 }

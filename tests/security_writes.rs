@@ -172,3 +172,22 @@ fn a_pending_grant_is_deferred_while_writes_are_refused() {
         assert_eq!(call(&mut c, &["HGET", "g", "w"]), R::Bulk(a("1")));
     }
 }
+
+/// A deferred grant does not stop the wait from timing out as usual.
+#[test]
+fn a_deferred_waiter_still_times_out() {
+    let s = Server::start_opts(native_opts());
+    let mut c = Conn::new(s.port);
+    assert_eq!(call(&mut c, &["LOCK.ACQUIRE", "g", "holder", "200"]), R::Nil);
+    let mut w = Conn::new(s.port);
+    w.send(&[a("LOCK.ACQUIRE"), a("g"), a("w"), a("30000"), a("WAIT"), a("1500")]);
+    wait_for(Duration::from_secs(5), || (lock_info(&mut s.conn())["waiters"] == "1").then_some(()))
+        .expect("waiting");
+    call(&mut c, &["CONFIG", "SET", "min-replicas-to-write", "1"]);
+    let r = w.read().expect("timed out");
+    assert_eq!(r, R::Int(-2), "not granted: the PTTL of the free lock");
+    assert_eq!(call(&mut c, &["EXISTS", "g"]), R::Int(0));
+    let info = lock_info(&mut s.conn());
+    assert!(info["grants_deferred"].parse::<i64>().unwrap() > 0, "{info:?}");
+    assert_eq!(info["waits_timed_out"], "1", "{info:?}");
+}
