@@ -52,9 +52,13 @@ pub fn refused(ctx: Ctx, key: RStr) -> Option<String> {
     answer
 }
 
-/// The refusal, also counting `maxmemory`: for grants, which add data.
+/// The refusal, also counting `maxmemory`: for grants, which add data. Only with the
+/// `noeviction` policy: with any other policy the server evicts to make room before its next
+/// command, and a grant made from a timer (no command to evict before) would otherwise wait
+/// for traffic that may never come.
 pub fn refused_or_oom(ctx: Ctx, key: RStr) -> Option<String> {
-    if rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_OOM) {
+    let flags = rm::ctx_flags(ctx);
+    if flags & raw::REDISMODULE_CTX_FLAGS_OOM != 0 && flags & raw::REDISMODULE_CTX_FLAGS_EVICT == 0 {
         return Some("OOM command not allowed when used memory > 'maxmemory'.".into());
     }
     refused(ctx, key)

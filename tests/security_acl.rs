@@ -267,9 +267,10 @@ fn native_scripts_obey_acl_rules_like_lua() {
                     assert_eq!((&v.ty, &v.content), (&after[k].ty, &after[k].content), "{ctx}");
                 }
                 assert!(mn.is_empty() && sn.is_empty(), "{ctx}: a refused call published {mn:?} {sn:?}");
-                if snapshot(&mut lua.admin).keys().collect::<Vec<_>>() != before.keys().collect::<Vec<_>>()
-                    || !ml.is_empty()
-                    || !sl.is_empty()
+                let content = |m: &std::collections::BTreeMap<Vec<u8>, scripts::KeyState>| {
+                    m.iter().map(|(k, v)| (k.clone(), v.ty.clone(), v.content.clone())).collect::<Vec<_>>()
+                };
+                if content(&snapshot(&mut lua.admin)) != content(&before) || !ml.is_empty() || !sl.is_empty()
                 {
                     partial_lua.push(ctx.clone());
                 }

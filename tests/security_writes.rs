@@ -139,7 +139,7 @@ fn a_failed_background_save_refuses_native_writes() {
 /// granted: it keeps its place and gets the lock once writes are accepted again.
 #[test]
 fn a_pending_grant_is_deferred_while_writes_are_refused() {
-    for via_replica in [false, true] {
+    for how in ["config", "replica", "oom"] {
         let s = Server::start_opts(native_opts());
         let mut c = Conn::new(s.port);
         assert_eq!(call(&mut c, &["LOCK.ACQUIRE", "g", "holder", "300"]), R::Nil);
@@ -147,29 +147,41 @@ fn a_pending_grant_is_deferred_while_writes_are_refused() {
         w.send(&[a("LOCK.ACQUIRE"), a("g"), a("w"), a("30000"), a("WAIT"), a("20000")]);
         wait_for(Duration::from_secs(5), || (lock_info(&mut s.conn())["waiters"] == "1").then_some(()))
             .expect("waiting");
-        call(&mut c, &["CONFIG", "SET", "min-replicas-to-write", "1"]);
-        call(&mut c, &["CONFIG", "SET", "min-replicas-max-lag", "10"]);
+        if how == "oom" {
+            call(&mut c, &["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+            call(&mut c, &["CONFIG", "SET", "maxmemory", "1"]);
+        } else {
+            call(&mut c, &["CONFIG", "SET", "min-replicas-to-write", "1"]);
+            call(&mut c, &["CONFIG", "SET", "min-replicas-max-lag", "10"]);
+        }
         // The lease ends; the grant is put off (the key stays free, nothing written).
         wait_for(Duration::from_secs(5), || {
             (lock_info(&mut s.conn())["grants_deferred"].parse::<i64>().unwrap() > 0).then_some(())
         })
         .expect("grant deferred");
-        assert_eq!(call(&mut c, &["EXISTS", "g"]), R::Int(0), "no grant written");
-        assert_eq!(lock_info(&mut s.conn())["waiters"], "1", "the waiter keeps its place");
+        assert_eq!(call(&mut c, &["EXISTS", "g"]), R::Int(0), "{how}: no grant written");
+        assert_eq!(lock_info(&mut s.conn())["waiters"], "1", "{how}: the waiter keeps its place");
         w.set_timeout(Duration::from_millis(200));
-        assert!(w.read().is_err(), "no reply while writes are refused");
+        assert!(w.read().is_err(), "{how}: no reply while writes are refused");
         w.set_timeout(Duration::from_secs(30));
-        let _replica = if via_replica {
-            let r = Server::start_opts(Opts::default().without_module());
-            r.replicate_from(&s);
-            Some(r)
-        } else {
-            call(&mut c, &["CONFIG", "SET", "min-replicas-to-write", "0"]);
-            None
+        let _replica = match how {
+            "replica" => {
+                let r = Server::start_opts(Opts::default().without_module());
+                r.replicate_from(&s);
+                Some(r)
+            }
+            "oom" => {
+                call(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
+                None
+            }
+            _ => {
+                call(&mut c, &["CONFIG", "SET", "min-replicas-to-write", "0"]);
+                None
+            }
         };
         let r = w.read().expect("granted once writes are accepted");
-        assert_eq!(r, R::Nil, "via replica {via_replica}");
-        assert_eq!(call(&mut c, &["HGET", "g", "w"]), R::Bulk(a("1")));
+        assert_eq!(r, R::Nil, "{how}");
+        assert_eq!(call(&mut c, &["HGET", "g", "w"]), R::Bulk(a("1")), "{how}");
     }
 }
 
