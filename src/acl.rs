@@ -92,7 +92,7 @@ pub fn grants_recheck() -> bool {
 
 static EPOCH: AtomicU64 = AtomicU64::new(1);
 const SLOTS: usize = 256;
-/// (client id, epoch) of clients whose user has every permission.
+/// (client id, epoch << 1 | 1 when its user has every permission) of clients seen lately.
 static CACHE: [(AtomicU64, AtomicU64); SLOTS] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; SLOTS];
 
 fn slot(id: u64) -> &'static (AtomicU64, AtomicU64) {
@@ -145,27 +145,28 @@ fn has_every_permission(ctx: Ctx, user: RStr) -> bool {
 /// Users (by name) found to have every permission, for the epoch `.0`: `ACL GETUSER` costs
 /// about 770 000 instructions on 7.0 (it describes every command rule), so it runs once per
 /// user and permission change, not once per client.
-static USERS: Mutex<(u64, Vec<Vec<u8>>)> = Mutex::new((0, Vec::new()));
+type Users = (u64, Vec<(Vec<u8>, bool)>);
+static USERS: Mutex<Users> = Mutex::new((0, Vec::new()));
 
 fn unrestricted_name(ctx: Ctx, name: &OwnedStr, epoch: u64) -> bool {
     let n = rm::bytes(name.ptr());
     {
         let u = USERS.lock().unwrap_or_else(PoisonError::into_inner);
-        if u.0 == epoch && u.1.iter().any(|x| x == n) {
-            return true;
+        if u.0 == epoch {
+            if let Some((_, all)) = u.1.iter().find(|(x, _)| x == n) {
+                return *all;
+            }
         }
     }
-    if !has_every_permission(ctx, name.ptr()) {
-        return false;
-    }
+    let all = has_every_permission(ctx, name.ptr());
     let mut u = USERS.lock().unwrap_or_else(PoisonError::into_inner);
     if u.0 != epoch {
         *u = (epoch, Vec::new());
     }
     if u.1.len() < 64 {
-        u.1.push(n.to_vec());
+        u.1.push((n.to_vec(), all));
     }
-    true
+    all
 }
 
 /// A user whose permissions are checked.
@@ -233,15 +234,22 @@ pub fn calling_user(ctx: Ctx) -> Option<User> {
     let id = rm!(RedisModule_GetClientId(ctx) else 0);
     let epoch = EPOCH.load(Ordering::Relaxed);
     let s = slot(id);
-    if id != 0 && s.0.load(Ordering::Relaxed) == id && s.1.load(Ordering::Relaxed) == epoch {
+    let known = (id != 0 && s.0.load(Ordering::Relaxed) == id)
+        .then(|| s.1.load(Ordering::Relaxed))
+        .filter(|v| v >> 1 == epoch);
+    if known.is_some_and(|v| v & 1 == 1) {
         return None;
     }
     let name = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut()))?;
-    if unrestricted_name(ctx, &name, epoch) {
-        if id != 0 && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_MULTI) {
-            s.0.store(id, Ordering::Relaxed);
-            s.1.store(epoch, Ordering::Relaxed);
-        }
+    if known.is_some() {
+        return Some(User::from_name(name)); // restricted, known: check for real
+    }
+    let all = unrestricted_name(ctx, &name, epoch);
+    if id != 0 && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_MULTI) {
+        s.0.store(id, Ordering::Relaxed);
+        s.1.store(epoch << 1 | u64::from(all), Ordering::Relaxed);
+    }
+    if all {
         return None;
     }
     Some(User::from_name(name))
