@@ -64,6 +64,10 @@ pub fn refused_or_oom(ctx: Ctx, key: RStr) -> Option<String> {
     refused(ctx, key)
 }
 
+/// Error classes that mean "the server refuses writes now" (anything else, e.g. the expected
+/// `ERR offset is out of range`, or a cluster redirect of the probe, means it does not).
+const REFUSALS: [&str; 5] = ["NOREPLICAS", "MISCONF", "READONLY", "OOM", "MASTERDOWN"];
+
 fn probe(ctx: Ctx, key: RStr) -> Option<String> {
     // "S": script mode (min-replicas, disk error, read-only replica); "E": errors as replies.
     let reply = rm!(RedisModule_Call(
@@ -74,19 +78,13 @@ fn probe(ctx: Ctx, key: RStr) -> Option<String> {
         c"-1".as_ptr(),
         c"x".as_ptr()
     ) else std::ptr::null_mut());
-    let Some(r) = CallReply::adopt(reply) else {
-        // No reply object: the call itself was refused (servers that return errno instead).
-        return Some("MISCONF the server refuses writes now (min-replicas-to-write, a failed background save or a read-only replica)".into());
-    };
+    let r = CallReply::adopt(reply)?;
     if !r.is_error() {
         return None; // cannot happen (the offset is invalid); writes are accepted
     }
     let text = String::from_utf8_lossy(r.bytes()).into_owned();
-    if text.starts_with("ERR") {
-        None
-    } else {
-        Some(text)
-    }
+    let class = text.split(' ').next().unwrap_or("");
+    REFUSALS.contains(&class).then_some(text)
 }
 
 /// Server events that may change whether writes are refused.
