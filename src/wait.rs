@@ -260,7 +260,7 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
     // the waiters keep their places and the key is looked at again shortly.
     if crate::writes::refused_or_oom(ctx, name).is_some() {
         stats::GRANTS_DEFERRED.inc();
-        schedule_checks_in(ctx, GRANT_RETRY_MS, |_| vec![kid]);
+        defer_grant(ctx, kid);
         return false;
     }
     let reserved = with(|s| s.q.reservation(&kid).map(|(_, until)| until));
@@ -434,6 +434,23 @@ const RETRY_MS: i64 = 10;
 
 /// How long a grant put off by a write refusal waits before it is tried again.
 const GRANT_RETRY_MS: i64 = 50;
+
+/// Whether the retry timer of deferred grants is armed (one for all keys).
+static DEFER_ARMED: AtomicBool = AtomicBool::new(false);
+
+/// Look at `kid` again in [`GRANT_RETRY_MS`] (one shared timer, whatever the number of keys).
+fn defer_grant(ctx: Ctx, kid: KeyId) {
+    with(|s| s.pending.insert(kid));
+    if !DEFER_ARMED.swap(true, Ordering::Relaxed) {
+        rm!(RedisModule_CreateTimer(ctx, GRANT_RETRY_MS, Some(on_defer_timer), null_mut()) else 0);
+    }
+}
+
+unsafe extern "C" fn on_defer_timer(ctx: Ctx, data: *mut c_void) {
+    DEFER_ARMED.store(false, Ordering::Relaxed);
+    // SAFETY: same callback contract as the check timer.
+    unsafe { on_check_timer(ctx, data) };
+}
 
 /// Whether `name` is in the keyspace at all, even logically expired. `MEMORY USAGE` reads the
 /// keyspace directly, without the expiry logic of a normal lookup.

@@ -203,3 +203,34 @@ fn a_deferred_waiter_still_times_out() {
     assert!(info["grants_deferred"].parse::<i64>().unwrap() > 0, "{info:?}");
     assert_eq!(info["waits_timed_out"], "1", "{info:?}");
 }
+
+/// Deferred grants of many keys share one retry timer: the retries stay proportional to the
+/// keys and the time, and the server keeps answering.
+#[test]
+fn many_deferred_grants_retry_at_a_bounded_rate() {
+    let s = Server::start_opts(native_opts());
+    let mut c = Conn::new(s.port);
+    const KEYS: usize = 20;
+    let mut waiters = vec![];
+    for i in 0..KEYS {
+        let k = format!("m{i}");
+        assert_eq!(call(&mut c, &["LOCK.ACQUIRE", &k, "holder", "150"]), R::Nil);
+        let mut w = Conn::new(s.port);
+        w.send(&[a("LOCK.ACQUIRE"), a(&k), a("w"), a("30000"), a("WAIT"), a("1500")]);
+        waiters.push(w);
+    }
+    wait_for(Duration::from_secs(5), || {
+        (lock_info(&mut s.conn())["waiters"] == KEYS.to_string()).then_some(())
+    })
+    .expect("waiting");
+    call(&mut c, &["CONFIG", "SET", "min-replicas-to-write", "1"]);
+    for w in &mut waiters {
+        assert_eq!(w.read().expect("timed out"), R::Int(-2));
+    }
+    let started = std::time::Instant::now();
+    assert_eq!(call(&mut c, &["PING"]), R::Simple("PONG".into()));
+    assert!(started.elapsed() < Duration::from_millis(500));
+    let deferred: i64 = lock_info(&mut s.conn())["grants_deferred"].parse().unwrap();
+    // About 1.35 s of refusals, one look per key every 50 ms (plus keyspace-event checks).
+    assert!(deferred > 0 && deferred <= (KEYS as i64) * 60, "{deferred} deferrals");
+}
