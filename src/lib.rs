@@ -95,7 +95,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     {
         return fail(&context, "cannot subscribe to server events");
     }
-    // Events that may change whether the server refuses writes (see writes.rs).
+    // Events that may change whether the server refuses writes (see writes.rs); a reload
+    // starts with no cached answer.
+    writes::invalidate();
     for id in writes::EVENTS {
         subscribe(id, Some(writes::on_event));
     }
