@@ -116,6 +116,11 @@ fn only_key(strs: &[RStr], argv: &[&[u8]]) -> Result<RStr, Refusal> {
 fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     let a = args::acquire(argv)?;
     let (name, owner) = key_owner(strs)?;
+    // FENCE writes the token key: the user must be allowed to (checked before any write, and
+    // before a wait whose grant would write it).
+    if a.fence {
+        crate::acl::may_write_token(ctx, rm::bytes(name)).map_err(Refusal::Reply)?;
+    }
     let now = rm::millis();
     let deadline = args::deadline(now, a.lease_ms, args::LEASE)?;
     let wait_deadline = match a.wait_ms {

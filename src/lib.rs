@@ -24,6 +24,7 @@ pub mod redisson_scripts;
 pub mod state;
 pub mod timing;
 
+mod acl;
 mod cluster;
 mod cmdinfo;
 mod commands;
@@ -36,6 +37,7 @@ mod script_filter;
 mod stats;
 mod token;
 mod wait;
+mod writes;
 
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 use rm::rm;
@@ -97,6 +99,12 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     {
         return fail(&context, "cannot subscribe to server events");
     }
+    // Events that may change whether the server refuses writes (see writes.rs); a reload
+    // starts with no cached answer.
+    writes::invalidate();
+    for id in writes::EVENTS {
+        subscribe(id, Some(writes::on_event));
+    }
     Status::Ok
 }
 
@@ -107,6 +115,8 @@ fn reset_statics() {
     script_filter::reset();
     wait::reset();
     stats::reset();
+    acl::reset();
+    writes::invalidate();
 }
 
 fn deinit(ctx: &Context) -> Status {

@@ -13,6 +13,7 @@
 //! LOCK.* waiters hands it to the head waiter (no message), and the effects reach replicas and
 //! the AOF with absolute deadlines.
 
+use crate::acl::{self, Cmd, Step};
 use crate::cluster;
 use crate::commands::{self, Refusal};
 use crate::effects;
@@ -39,9 +40,30 @@ const FIRST_KEY: usize = 2;
 struct Argv<'a> {
     strs: &'a [RStr],
     numkeys: usize,
+    /// The calling user when its permissions must be checked (see acl.rs).
+    user: Option<&'a acl::User>,
 }
 
-impl Argv<'_> {
+impl<'a> Argv<'a> {
+    /// An empty path: commands are recorded only when the user's permissions are checked.
+    fn path<'s>(&self) -> acl::Path<'s> {
+        acl::Path::new(self.user.is_some())
+    }
+    fn path_of<'s>(&self, steps: &[Step<'s>]) -> acl::Path<'s> {
+        acl::Path::of(self.user.is_some(), steps)
+    }
+    /// Whether the script may take this path: every command on it allowed to the user, and
+    /// writes accepted by the server if it writes. Otherwise the error is replied (nothing was
+    /// written) and the caller stops.
+    fn allowed(&self, ctx: Ctx, steps: &acl::Path) -> bool {
+        match acl::check_path(ctx, self.user, self.key(0), steps) {
+            Ok(()) => true,
+            Err(e) => {
+                rm::reply_error(ctx, &e);
+                false
+            }
+        }
+    }
     fn key(&self, i: usize) -> RStr {
         self.strs.get(FIRST_KEY + i).copied().unwrap_or(std::ptr::null_mut())
     }
@@ -62,6 +84,12 @@ fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]])
         Some(k) => k,
         None => {
             let evalsha = script.len() == 40 && script.iter().all(u8::is_ascii_hexdigit);
+            // A disabled (or renamed) EVAL / EVALSHA stays disabled through this command too.
+            if !crate::script_filter::resolves(evalsha) {
+                return Err(Refusal::Reply(
+                    "ERR unknown command: EVAL / EVALSHA are disabled on this server",
+                ));
+            }
             match crate::script_filter::lookup(evalsha, script) {
                 Some(kind) => (kind, evalsha),
                 None => return lua(ctx, None, evalsha, strs),
@@ -76,7 +104,18 @@ fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]])
         return lua(ctx, Some(kind), evalsha, strs);
     }
     let numkeys = rest.first().and_then(|n| crate::args::parse_i64(n)).and_then(|n| usize::try_from(n).ok());
-    let a = Argv { strs, numkeys: numkeys.unwrap_or(0) };
+    // The user must be allowed the EVAL / EVALSHA the client sent, with the script's keys.
+    let user = acl::calling_user(ctx);
+    if let Some(u) = &user {
+        let mut sent = Vec::with_capacity(strs.len() + 1);
+        sent.push(acl::name(if evalsha { Cmd::EvalSha } else { Cmd::Eval }));
+        sent.extend_from_slice(strs);
+        if !u.may_run(&sent) {
+            rm::reply_error(ctx, &acl::eval_denied(u, evalsha));
+            return Ok(());
+        }
+    }
+    let a = Argv { strs, numkeys: numkeys.unwrap_or(0), user: user.as_ref() };
     let now = rm::millis();
     let done = match &call {
         Call::Acquire { lease, token_key, fenced_reply, .. } => {
@@ -171,7 +210,18 @@ fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: b
         }
     }
     let mine = if free { None } else { field_count(&key, owner)? };
+    let (lease_s, one) = (a.arg(0), rm::one());
+    let k = [name];
+    let k_owner = [name, owner];
     if turn_pttl.is_some() || (!free && mine.is_none()) {
+        let mut steps = a.path_of(&[Step::read(Cmd::Exists, &k)]);
+        if !free {
+            steps.push(Step::read(Cmd::HExists, &k_owner));
+        }
+        steps.push(Step::read(Cmd::PTtl, &k));
+        if !a.allowed(ctx, &steps) {
+            return Ok(());
+        }
         let pttl = turn_pttl.unwrap_or_else(|| key.pttl());
         // While LOCK.* clients wait, this owner takes a place in their FIFO.
         wait::queue_turn(ctx, name, rm::bytes(owner), pttl, now);
@@ -204,6 +254,21 @@ fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: b
     } else {
         None
     };
+    let incr = [name, owner, one.ptr()];
+    let expire = [name, lease_s];
+    let token_key = [a.key(1)];
+    let mut steps = a.path_of(&[Step::read(Cmd::Exists, &k)]);
+    if !free {
+        steps.push(Step::read(Cmd::HExists, &k_owner));
+    }
+    steps.push(Step::write(Cmd::HIncrBy, &incr));
+    steps.push(Step::write(Cmd::PExpire, &expire));
+    if fenced {
+        steps.push(Step::write(Cmd::Incr, &token_key));
+    }
+    if !a.allowed(ctx, &steps) {
+        return Ok(());
+    }
     match lock_deadline {
         Some(d) => {
             write_count(ctx, &key, name, owner, count, 1);
@@ -236,6 +301,14 @@ fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: b
 fn delete_after_hincrby(ctx: Ctx, key: &Key, name: RStr) {
     rm::notify(ctx, NOTIFY_HASH, c"hincrby", name);
     effects::delete(ctx, key, name);
+}
+
+/// The command a script publishes its release message with.
+fn publish_cmd(publish: Publish) -> Cmd {
+    match publish {
+        Publish::Publish => Cmd::Publish,
+        Publish::SPublish => Cmd::SPublish,
+    }
 }
 
 /// In a cluster, a script's SPUBLISH must stay in the script's slot; Lua raises an error (after
@@ -275,6 +348,9 @@ fn unlock(
     latch_ms: Option<Result<i64, ToLua>>,
     now: i64,
 ) -> Native {
+    let latch_k = [a.key(2)];
+    let get_latch = Step::read(Cmd::Get, &latch_k);
+    let mut steps = a.path();
     // 3.24+: an existing latch answers a retried unlock and nothing else happens.
     if latch_ms.is_some() {
         let latch = Key::write(ctx, a.key(2));
@@ -282,7 +358,11 @@ fn unlock(
             KeyKind::Empty => {}
             _ if latch.is_string() => {
                 // `return tonumber(value)`: nil for what Lua does not convert.
-                match latch.string_get(crate::luanum::latch_reply).ok_or(ToLua)? {
+                let v = latch.string_get(crate::luanum::latch_reply).ok_or(ToLua)?;
+                if !a.allowed(ctx, &a.path_of(&[get_latch])) {
+                    return Ok(());
+                }
+                match v {
                     Some(v) => rm::reply_int(ctx, v),
                     None => rm::reply_null(ctx),
                 };
@@ -290,15 +370,42 @@ fn unlock(
             }
             _ => return Err(ToLua),
         }
+        steps.push(get_latch);
     }
     let (name, owner) = (a.key(0), a.arg(2));
     let key = open_hash(ctx, name)?;
+    let k_owner = [name, owner];
+    steps.push(Step::read(Cmd::HExists, &k_owner));
     let Some(count) = (if key.kind() == KeyKind::Empty { None } else { field_count(&key, owner)? }) else {
+        if !a.allowed(ctx, &steps) {
+            return Ok(());
+        }
         rm::reply_null(ctx);
         return Ok(());
     };
     let left = count.checked_sub(1).ok_or(ToLua)?;
+    let has_latch = latch_ms.is_some();
     let latch_deadline = latch_ms.map(|ms| ms.and_then(|ms| deadline(now, ms))).transpose()?;
+    let minus_one = rm::minus_one();
+    let decr = [name, owner, minus_one.ptr()];
+    steps.push(Step::write(Cmd::HIncrBy, &decr));
+    let expire = [name, a.arg(1)];
+    let k = [name];
+    let publish_args = [a.key(1), a.arg(0)];
+    let latch_value = if left > 0 { rm::zero() } else { rm::one() };
+    let set_latch = [a.key(2), latch_value.ptr(), acl::px(), a.arg(4)];
+    if left > 0 {
+        steps.push(Step::write(Cmd::PExpire, &expire));
+    } else {
+        steps.push(Step::write(Cmd::Del, &k));
+        steps.push(Step::read(publish_cmd(publish), &publish_args));
+    }
+    if has_latch {
+        steps.push(Step::write(Cmd::Set, &set_latch));
+    }
+    if !a.allowed(ctx, &steps) {
+        return Ok(());
+    }
     if left > 0 {
         match lease.ok_or(ToLua)? {
             ms if ms > 0 => {
@@ -332,14 +439,24 @@ fn unlock(
 
 fn force_unlock(ctx: Ctx, a: &Argv, (lock, channel): (&&[u8], &&[u8]), publish: Publish, now: i64) -> Native {
     let name = a.key(0);
+    let k = [name];
+    let publish_args = [a.key(1), a.arg(0)];
     // DEL works on any type.
     let key = Key::write(ctx, name);
     if key.kind() == KeyKind::Empty {
+        // DEL of a missing key writes nothing, but the server refuses it all the same.
+        if !a.allowed(ctx, &a.path_of(&[Step::write(Cmd::Del, &k)])) {
+            return Ok(());
+        }
         rm::reply_int(ctx, 0);
         return Ok(());
     }
     if !publish_allowed(publish, lock, channel) {
         return Err(ToLua);
+    }
+    let steps = a.path_of(&[Step::write(Cmd::Del, &k), Step::read(publish_cmd(publish), &publish_args)]);
+    if !a.allowed(ctx, &steps) {
+        return Ok(());
     }
     effects::delete(ctx, &key, name);
     release_lock(ctx, &key, a, publish, a.arg(0), now);
@@ -355,12 +472,25 @@ fn renew(ctx: Ctx, a: &Argv, lease: Option<i64>, n: usize, batch: bool, now: i64
     }
     let held =
         |key: &Key, i: usize| key.kind() == KeyKind::Hash && key.hash_get(a.arg(i + 1), |_| ()).is_some();
+    let held_at_start: Vec<bool> = keys.iter().enumerate().map(|(i, k)| held(k, i)).collect();
     let lease = match lease {
         Some(ms) => ms,
         // PEXPIRE fails on a lease that is not an integer, if the script reaches it.
-        None if keys.iter().enumerate().any(|(i, k)| held(k, i)) => return Err(ToLua),
+        None if held_at_start.iter().any(|h| *h) => return Err(ToLua),
         None => 0,
     };
+    let pairs: Vec<[RStr; 2]> = (0..n).map(|i| [a.key(i), a.arg(i + 1)]).collect();
+    let expires: Vec<[RStr; 2]> = (0..n).map(|i| [a.key(i), a.arg(0)]).collect();
+    let mut steps = a.path();
+    for ((pair, expire), h) in pairs.iter().zip(&expires).zip(&held_at_start) {
+        steps.push(Step::read(Cmd::HExists, pair));
+        if *h {
+            steps.push(Step::write(Cmd::PExpire, expire));
+        }
+    }
+    if !a.allowed(ctx, &steps) {
+        return Ok(());
+    }
     let mut renewed = Vec::with_capacity(n);
     if lease > 0 {
         let lock_deadline = deadline(now, lease)?;

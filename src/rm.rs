@@ -466,3 +466,57 @@ impl OwnedStr {
         p
     }
 }
+
+impl OwnedStr {
+    /// Take ownership of a string the server created for us (freed on drop).
+    pub fn adopt(p: RStr) -> Option<OwnedStr> {
+        (!p.is_null()).then_some(OwnedStr(p))
+    }
+}
+
+/// The reply of an `RM_Call`, freed on drop (an element borrowed from an array is not).
+pub struct CallReply {
+    ptr: *mut raw::RedisModuleCallReply,
+    owned: bool,
+}
+
+impl CallReply {
+    /// `RM_Call(ctx, cmd, fmt, args...)` with `fmt` of `c`/`s` arguments and flags.
+    pub fn adopt(ptr: *mut raw::RedisModuleCallReply) -> Option<CallReply> {
+        (!ptr.is_null()).then_some(CallReply { ptr, owned: true })
+    }
+    pub fn kind(&self) -> c_int {
+        rm!(RedisModule_CallReplyType(self.ptr) else 0)
+    }
+    pub fn is_error(&self) -> bool {
+        self.kind() == raw::REDISMODULE_REPLY_ERROR as c_int
+    }
+    pub fn is_array(&self) -> bool {
+        self.kind() == raw::REDISMODULE_REPLY_ARRAY as c_int
+    }
+    /// The bytes of a string, status or error reply (empty for other types).
+    pub fn bytes(&self) -> &[u8] {
+        let mut len = 0usize;
+        let p = rm!(RedisModule_CallReplyStringPtr(self.ptr, &mut len) else std::ptr::null());
+        if p.is_null() {
+            return &[];
+        }
+        // SAFETY: `len` readable bytes owned by the reply, which outlives the borrow.
+        unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }
+    }
+    pub fn len(&self) -> usize {
+        rm!(RedisModule_CallReplyLength(self.ptr) else 0)
+    }
+    pub fn elem(&self, i: usize) -> Option<CallReply> {
+        let p = rm!(RedisModule_CallReplyArrayElement(self.ptr, i) else null_mut());
+        (!p.is_null()).then_some(CallReply { ptr: p, owned: false })
+    }
+}
+
+impl Drop for CallReply {
+    fn drop(&mut self) {
+        if self.owned {
+            rm!(RedisModule_FreeCallReply(self.ptr) else ());
+        }
+    }
+}

@@ -19,7 +19,7 @@ use crate::rm::{self, rm, Ctx, OwnedStr, RStr};
 use crate::stats;
 use redis_module::raw;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{LazyLock, PoisonError, RwLock};
 
 pub const COMMAND: &[u8] = b"LOCK.REDISSON";
@@ -32,6 +32,33 @@ static FILTER: AtomicUsize = AtomicUsize::new(0);
 /// (each use takes a reference for Redis to drop).
 static NAMES: LazyLock<Vec<[usize; 2]>> =
     LazyLock::new(|| KINDS.iter().map(|_| [0, 1].map(|_| OwnedStr::leak(COMMAND) as usize)).collect());
+
+/// Which of EVAL (bit 0) and EVALSHA (bit 1) the server resolves by those names: with
+/// `rename-command EVALSHA ""` (or renamed to another name) the name is unknown to the server,
+/// and the filter must not revive it. Read with `COMMAND INFO` at load (renames are only
+/// possible in the config file, before any module loads; a CONFIG SET apply callback has no
+/// client to `RM_Call` with on 7.0). Bit 7: read.
+static RESOLVED: AtomicU8 = AtomicU8::new(0);
+
+fn read_resolved(ctx: Ctx) -> u8 {
+    let reply = rm!(RedisModule_Call(
+        ctx,
+        c"COMMAND".as_ptr(),
+        c"ccc".as_ptr(),
+        c"INFO".as_ptr(),
+        c"EVAL".as_ptr(),
+        c"EVALSHA".as_ptr()
+    ) else std::ptr::null_mut());
+    let Some(r) = rm::CallReply::adopt(reply) else { return 0 };
+    let known = |i: usize| r.elem(i).is_some_and(|e| e.is_array());
+    u8::from(known(0)) | (u8::from(known(1)) << 1)
+}
+
+/// Whether the server runs EVAL (`evalsha` false) or EVALSHA under that name.
+pub fn resolves(evalsha: bool) -> bool {
+    let r = RESOLVED.load(Ordering::Relaxed);
+    r & 0x80 == 0 || r & (1 << u8::from(evalsha)) != 0
+}
 
 /// Replace the extra entries (`kind:sha1:length`, comma- or space-separated).
 pub fn set_extra(spec: &[u8]) -> Result<(), String> {
@@ -56,9 +83,20 @@ pub fn identify(name: RStr) -> Option<(Kind, bool)> {
     NAMES.iter().zip(KINDS).find_map(|(pair, kind)| pair.iter().position(|q| *q == p).map(|i| (kind, i == 1)))
 }
 
+/// Whether the filter is installed (it then sees every ACL change, see acl.rs).
+pub fn installed() -> bool {
+    FILTER.load(Ordering::Relaxed) != 0
+}
+
 /// Install (`on`) or remove the filter; idempotent.
 pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
     LazyLock::force(&NAMES);
+    // A context without a client (a config apply callback) cannot RM_Call.
+    if RESOLVED.load(Ordering::Relaxed) & 0x80 == 0 && rm!(RedisModule_GetClientId(ctx) else 0) != 0 {
+        RESOLVED.store(read_resolved(ctx) | 0x80, Ordering::Relaxed);
+    }
+    // Permissions may have changed while the filter was off (it watches ACL commands).
+    crate::acl::invalidate();
     let current = FILTER.load(Ordering::Relaxed);
     if on && current == 0 {
         let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
@@ -83,15 +121,18 @@ pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
 /// unload is gone with the old module instance; Redis removes a module's filters on unload).
 pub fn reset() {
     FILTER.store(0, Ordering::Relaxed);
+    RESOLVED.store(0, Ordering::Relaxed);
 }
 
-/// `EVAL` / `EVALSHA` (any case) -> whether it is EVALSHA.
+/// `EVAL` / `EVALSHA` (any case) -> whether it is EVALSHA; `None` for other names and for a
+/// name the server does not resolve (renamed or disabled).
 fn eval_kind(name: &[u8]) -> Option<bool> {
-    match name.len() {
-        4 if name.eq_ignore_ascii_case(b"EVAL") => Some(false),
-        7 if name.eq_ignore_ascii_case(b"EVALSHA") => Some(true),
-        _ => None,
-    }
+    let evalsha = match name.len() {
+        4 if name.eq_ignore_ascii_case(b"EVAL") => false,
+        7 if name.eq_ignore_ascii_case(b"EVALSHA") => true,
+        _ => return None,
+    };
+    resolves(evalsha).then_some(evalsha)
 }
 
 /// Most arguments a fixed-layout script takes after its SHA1 (numkeys, 3 keys, 5 args).
@@ -100,11 +141,20 @@ const STACK_ARGS: usize = 12;
 unsafe extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     // Cheap exits first: this runs before every command.
     let argc = rm!(RedisModule_CommandFilterArgsCount(fctx) else 0);
+    let arg = |i: c_int| rm::bytes(rm!(RedisModule_CommandFilterArgGet(fctx, i) else std::ptr::null_mut()));
     if argc < 4 {
+        if argc > 0 && crate::acl::changes_permissions(arg(0)) {
+            crate::acl::invalidate();
+        }
         return;
     }
-    let arg = |i: c_int| rm::bytes(rm!(RedisModule_CommandFilterArgGet(fctx, i) else std::ptr::null_mut()));
-    let Some(evalsha) = eval_kind(arg(0)) else { return };
+    let name0 = arg(0);
+    let Some(evalsha) = eval_kind(name0) else {
+        if crate::acl::changes_permissions(name0) {
+            crate::acl::invalidate();
+        }
+        return;
+    };
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let kind = lookup(evalsha, arg(1))?;
         let n = usize::try_from(argc - 2).unwrap_or(0);

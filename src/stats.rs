@@ -51,8 +51,14 @@ pub static PANICS: Counter = Counter::new();
 pub static WAITS_REFUSED: Counter = Counter::new();
 /// Turns not queued because of `lock.max-script-turns` / `lock.max-waiter-bytes`.
 pub static TURNS_REFUSED: Counter = Counter::new();
+/// Natively run scripts, FENCE token keys and grants refused by an ACL check of the module.
+pub static ACL_DENIED: Counter = Counter::new();
+/// Natively run scripts refused because the server refuses writes (NOREPLICAS, MISCONF...).
+pub static WRITES_REFUSED: Counter = Counter::new();
+/// Grants put off because the server refused writes (or was out of memory) at that moment.
+pub static GRANTS_DEFERRED: Counter = Counter::new();
 
-const FIELDS: [(&CStr, &Counter); 27] = [
+const FIELDS: [(&CStr, &Counter); 30] = [
     (c"acquires_new", &ACQUIRES_NEW),
     (c"acquires_reentrant", &ACQUIRES_REENTRANT),
     (c"acquires_contended", &ACQUIRES_CONTENDED),
@@ -80,6 +86,9 @@ const FIELDS: [(&CStr, &Counter); 27] = [
     (c"panics_caught", &PANICS),
     (c"waits_refused", &WAITS_REFUSED),
     (c"script_turns_refused", &TURNS_REFUSED),
+    (c"acl_denials", &ACL_DENIED),
+    (c"writes_refused", &WRITES_REFUSED),
+    (c"grants_deferred", &GRANTS_DEFERRED),
 ];
 
 /// Zero every counter (module load and unload: a reloaded module starts afresh).

@@ -118,6 +118,7 @@ pub fn reset() {
     }
     // Redis drops a module's keyspace subscription when it unloads the module.
     WATCHING.store(false, Ordering::Relaxed);
+    DEFER_ARMED.store(false, Ordering::Relaxed);
 }
 
 /// Number of clients waiting on `key` in `db`.
@@ -168,6 +169,9 @@ fn take(ctx: Ctx, id: u64) -> Option<Waiter<usize>> {
         s.by_client.remove(&w.handle);
         Some((w, stale))
     })?;
+    if !w.is_turn() {
+        crate::acl::forget_waiter(w.handle);
+    }
     if let Some(t) = w.timer {
         stop_timer(ctx, t);
     }
@@ -229,6 +233,7 @@ pub fn block(
         return;
     }
     rm!(RedisModule_SetDisconnectCallback(bc, Some(on_disconnect)) else ());
+    crate::acl::remember_waiter(ctx, bc as usize);
     watch_keyspace(ctx);
     let key: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
     let waiter = Waiter {
@@ -279,6 +284,13 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
         return false;
     }
     let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
+    // A grant is a write: while the server refuses writes (or is out of memory) it is put off;
+    // the waiters keep their places and the key is looked at again shortly.
+    if crate::writes::refused_or_oom(ctx, name).is_some() {
+        stats::GRANTS_DEFERRED.inc();
+        defer_grant(ctx, kid);
+        return false;
+    }
     let reserved = with(|s| s.q.reservation(&kid).map(|(_, until)| until));
     match reserved {
         Some(until) if until >= now => return false,
@@ -299,6 +311,7 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
             }
         });
         let Some(id) = next else { break };
+        let who = with(|s| s.q.get(id).map(|w| w.handle)).and_then(crate::acl::waiter_user);
         let Some(w) = take(ctx, id) else { break };
         if let Some(until) = w.turn_until {
             if until < now {
@@ -316,6 +329,14 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
         if w.deadline.is_some_and(|d| d <= now) {
             stats::WAITS_TIMED_OUT.inc();
             unblock(w.handle, Outcome::TimedOut);
+            continue;
+        }
+        // Where the server re-checks its own blocked commands, a waiter that lost the permission
+        // to take the lock (or to write its token key) gets NOPERM instead of the grant.
+        let token_key = w.fence.then(|| crate::config::token_key(&kid.1));
+        if !crate::acl::waiter_may_take(who, &kid.1, &w.owner, token_key.as_deref()) {
+            stats::WAITS_FAILED.inc();
+            unblock(w.handle, Outcome::Failed(crate::acl::GRANT_DENIED));
             continue;
         }
         let count = holder.as_ref().map_or(1, |(_, c)| c + 1);
@@ -447,6 +468,26 @@ fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
 
 /// How long to wait before looking again at a key that could not be served yet.
 const RETRY_MS: i64 = 10;
+
+/// How long a grant put off by a write refusal waits before it is tried again.
+const GRANT_RETRY_MS: i64 = 50;
+
+/// Whether the retry timer of deferred grants is armed (one for all keys).
+static DEFER_ARMED: AtomicBool = AtomicBool::new(false);
+
+/// Look at `kid` again in [`GRANT_RETRY_MS`] (one shared timer, whatever the number of keys).
+fn defer_grant(ctx: Ctx, kid: KeyId) {
+    with(|s| s.pending.insert(kid));
+    if !DEFER_ARMED.swap(true, Ordering::Relaxed) {
+        rm!(RedisModule_CreateTimer(ctx, GRANT_RETRY_MS, Some(on_defer_timer), null_mut()) else 0);
+    }
+}
+
+unsafe extern "C" fn on_defer_timer(ctx: Ctx, data: *mut c_void) {
+    DEFER_ARMED.store(false, Ordering::Relaxed);
+    // SAFETY: same callback contract as the check timer.
+    unsafe { on_check_timer(ctx, data) };
+}
 
 /// Whether `name` is in the keyspace at all, even logically expired. `MEMORY USAGE` reads the
 /// keyspace directly, without the expiry logic of a normal lookup.

@@ -42,6 +42,7 @@ fn categories_follow_the_server_version() {
         ("reader", "+@read"),
         ("blocker", "+@blocking"),
         ("scripter", "+@scripting"),
+        ("script-cmds", "+@scripting +exists +hexists +hincrby +pexpire +pttl"),
         ("named", "+lock.acquire +lock.release +lock.info"),
     ] {
         let mut args: Vec<String> =
@@ -55,6 +56,7 @@ fn categories_follow_the_server_version() {
     let mut r = user(s.port, "reader");
     let mut b = user(s.port, "blocker");
     let mut sc = user(s.port, "scripter");
+    let mut scc = user(s.port, "script-cmds");
     let mut n = user(s.port, "named");
 
     // Granted by name: every version.
@@ -72,9 +74,18 @@ fn categories_follow_the_server_version() {
         assert!(allowed(&cmd!(r, "LOCK.INFO", "w")), "@read covers LOCK.INFO");
         assert!(!allowed(&acquire(&mut r, "r")), "@read does not cover LOCK.ACQUIRE");
         assert_eq!(acquire(&mut b, "b"), R::Nil, "LOCK.ACQUIRE is @blocking");
+        // LOCK.REDISSON is @scripting, like EVAL; the script's own commands must be allowed too
+        // (spec section 9): +@scripting alone is refused as Lua refuses it, with ERR.
         let redisson =
             cmd!(sc, "LOCK.REDISSON", "149c5a8bf18676fd99e9e6e24923bd64d9b62f94", 1, "s", 30000, "o");
-        assert_eq!(redisson, R::Nil, "LOCK.REDISSON is @scripting, like EVAL");
+        assert!(matches!(&redisson, R::Err(e) if e.starts_with("ERR ACL")), "{redisson:?}");
+        let redisson =
+            cmd!(scc, "LOCK.REDISSON", "149c5a8bf18676fd99e9e6e24923bd64d9b62f94", 1, "s", 30000, "o");
+        assert_eq!(redisson, R::Nil, "+@scripting and the script's commands");
+        assert_eq!(
+            cmd!(scc, "EVALSHA", "149c5a8bf18676fd99e9e6e24923bd64d9b62f94", 1, "s", 30000, "o"),
+            R::Nil
+        );
     } else {
         for (c, what) in [(&mut w, "@write"), (&mut r, "@read"), (&mut b, "@blocking")] {
             assert!(!allowed(&acquire(c, "x")), "{what} does not cover module commands on 7.0");
@@ -83,6 +94,9 @@ fn categories_follow_the_server_version() {
         let redisson =
             cmd!(sc, "LOCK.REDISSON", "149c5a8bf18676fd99e9e6e24923bd64d9b62f94", 1, "s", 30000, "o");
         assert!(!allowed(&redisson), "7.0: grant +lock.redisson by name");
+        let redisson =
+            cmd!(scc, "LOCK.REDISSON", "149c5a8bf18676fd99e9e6e24923bd64d9b62f94", 1, "s", 30000, "o");
+        assert!(!allowed(&redisson), "7.0: the script's commands are not enough either");
     }
     // Categories as COMMAND INFO reports them (7.0 has none for module commands).
     let info = cmd!(admin, "COMMAND", "INFO", "lock.acquire");

@@ -1,0 +1,452 @@
+//! ACL checks for what the module does on a client's behalf beyond the command the server
+//! checked: the commands a natively run Redisson script would run (with their keys and
+//! channel), the EVAL/EVALSHA the client sent, the FENCE token key, and grants made after a
+//! wait (where the server re-checks its own blocked commands).
+//!
+//! Uses `RM_GetCurrentUserName` + `RM_GetModuleUserFromUserName` and the
+//! `RM_ACLCheck*Permissions` calls (all Redis 7.0), detected at run time: without them nothing
+//! is checked. A user with every permission (`ACL GETUSER`: commands `+@all`, keys `~*`,
+//! channels `&*`, no selectors, all databases) is remembered per client, so the default user
+//! pays one table look-up; the table is dropped whenever an `ACL`, `AUTH`, `HELLO`, `RESET` or
+//! `EXEC` passes the command filter, and never filled inside a transaction.
+
+use crate::rm::{self, api, rm, CallReply, Ctx, OwnedStr, RStr};
+use crate::stats;
+use redis_module::raw;
+use std::collections::HashMap;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{LazyLock, Mutex, PoisonError};
+
+/// Commands a script may run, by index into [`NAMES`].
+#[derive(Clone, Copy)]
+pub enum Cmd {
+    Eval,
+    EvalSha,
+    Exists,
+    HExists,
+    HIncrBy,
+    PExpire,
+    PTtl,
+    Del,
+    Get,
+    Set,
+    Incr,
+    Publish,
+    SPublish,
+    LockAcquire,
+}
+
+const NAME_TEXT: [&[u8]; 14] = [
+    b"eval",
+    b"evalsha",
+    b"exists",
+    b"hexists",
+    b"hincrby",
+    b"pexpire",
+    b"pttl",
+    b"del",
+    b"get",
+    b"set",
+    b"incr",
+    b"publish",
+    b"spublish",
+    b"lock.acquire",
+];
+
+/// The command names (and "px"), created once and never freed.
+static NAMES: LazyLock<Vec<usize>> = LazyLock::new(|| {
+    NAME_TEXT.iter().chain([&b"px"[..]].iter()).map(|n| OwnedStr::leak(n) as usize).collect()
+});
+
+fn name_str(i: usize) -> RStr {
+    NAMES.get(i).copied().unwrap_or(0) as RStr
+}
+
+pub fn name(cmd: Cmd) -> RStr {
+    name_str(cmd as usize)
+}
+
+/// The string "px" (SET's option).
+pub fn px() -> RStr {
+    name_str(NAME_TEXT.len())
+}
+
+/// Whether the server has the ACL API.
+pub fn available() -> bool {
+    api!(RedisModule_GetCurrentUserName).is_some()
+        && api!(RedisModule_GetModuleUserFromUserName).is_some()
+        && api!(RedisModule_ACLCheckCommandPermissions).is_some()
+        && api!(RedisModule_ACLCheckKeyPermissions).is_some()
+        && api!(RedisModule_FreeModuleUser).is_some()
+        && api!(RedisModule_GetClientId).is_some()
+}
+
+/// Whether the server re-checks a blocked client's permissions when it is served (BLPOP gets
+/// NOPERM after an ACL change on Redis 7.2+ and Valkey, not on 7.0). Detected by an API of 7.2.
+pub fn grants_recheck() -> bool {
+    available() && api!(RedisModule_AddPostNotificationJob).is_some()
+}
+
+// ---- the per-client cache of unrestricted users ---------------------------------------------
+
+static EPOCH: AtomicU64 = AtomicU64::new(1);
+const SLOTS: usize = 256;
+/// (client id, epoch << 1 | 1 when its user has every permission) of clients seen lately.
+static CACHE: [(AtomicU64, AtomicU64); SLOTS] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; SLOTS];
+
+fn slot(id: u64) -> &'static (AtomicU64, AtomicU64) {
+    let i = (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize;
+    &CACHE[i % SLOTS]
+}
+
+/// Forget every cached answer (a command that can change a client's permissions ran).
+pub fn invalidate() {
+    EPOCH.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Module load and unload: every cached answer and remembered waiting user is dropped.
+pub fn reset() {
+    invalidate();
+    WAITING.lock().unwrap_or_else(PoisonError::into_inner).clear();
+}
+
+/// Whether `name` (a command name as the client sent it) can change permissions: ACL, AUTH,
+/// HELLO, RESET, EXEC (a transaction may hold an ACL SETUSER queued earlier).
+pub fn changes_permissions(name: &[u8]) -> bool {
+    match name.len() {
+        3 => name.eq_ignore_ascii_case(b"ACL"),
+        4 => name.eq_ignore_ascii_case(b"AUTH") || name.eq_ignore_ascii_case(b"EXEC"),
+        5 => name.eq_ignore_ascii_case(b"HELLO") || name.eq_ignore_ascii_case(b"RESET"),
+        _ => false,
+    }
+}
+
+/// `ACL GETUSER <name>`: commands `+@all`, keys `~*`, channels `&*`, no selectors, and (Valkey
+/// 9) databases `alldbs`.
+fn has_every_permission(ctx: Ctx, user: RStr) -> bool {
+    let reply = rm!(RedisModule_Call(ctx, c"ACL".as_ptr(), c"cs".as_ptr(), c"GETUSER".as_ptr(), user) else std::ptr::null_mut());
+    let Some(r) = CallReply::adopt(reply) else { return false };
+    if !r.is_array() {
+        return false;
+    }
+    let n = r.len();
+    let (mut commands, mut keys, mut channels, mut selectors) = (false, false, false, false);
+    let mut i = 0;
+    while i + 1 < n {
+        let (Some(k), Some(v)) = (r.elem(i), r.elem(i + 1)) else { return false };
+        match k.bytes() {
+            b"commands" => commands = v.bytes() == b"+@all",
+            b"keys" => keys = v.bytes() == b"~*",
+            b"channels" => channels = v.bytes() == b"&*",
+            b"selectors" => selectors = v.is_array() && v.len() == 0,
+            b"databases" if v.bytes() != b"alldbs" => return false,
+            _ => {}
+        }
+        i += 2;
+    }
+    commands && keys && channels && selectors
+}
+
+/// Users (by name) found to have every permission, for the epoch `.0`: `ACL GETUSER` costs
+/// about 770 000 instructions on 7.0 (it describes every command rule), so it runs once per
+/// user and permission change, not once per client.
+type Users = (u64, Vec<(Vec<u8>, bool)>);
+static USERS: Mutex<Users> = Mutex::new((0, Vec::new()));
+
+fn unrestricted_name(ctx: Ctx, name: &OwnedStr, epoch: u64) -> bool {
+    let n = rm::bytes(name.ptr());
+    {
+        let u = USERS.lock().unwrap_or_else(PoisonError::into_inner);
+        if u.0 == epoch {
+            if let Some((_, all)) = u.1.iter().find(|(x, _)| x == n) {
+                return *all;
+            }
+        }
+    }
+    let all = has_every_permission(ctx, name.ptr());
+    let mut u = USERS.lock().unwrap_or_else(PoisonError::into_inner);
+    if u.0 != epoch {
+        *u = (epoch, Vec::new());
+    }
+    if u.1.len() < 64 {
+        u.1.push((n.to_vec(), all));
+    }
+    all
+}
+
+/// A user whose permissions are checked.
+pub struct User {
+    ptr: *mut raw::RedisModuleUser,
+    name: OwnedStr,
+}
+
+impl Drop for User {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            rm!(RedisModule_FreeModuleUser(self.ptr) else ());
+        }
+    }
+}
+
+impl User {
+    fn from_name(name: OwnedStr) -> User {
+        let ptr = rm!(RedisModule_GetModuleUserFromUserName(name.ptr()) else std::ptr::null_mut());
+        User { ptr, name }
+    }
+
+    /// May the user run `argv` (name first), with its keys and channels? A deleted user may not.
+    pub fn may_run(&self, argv: &[RStr]) -> bool {
+        if self.ptr.is_null() {
+            return false;
+        }
+        let Ok(argc) = c_int::try_from(argv.len()) else { return false };
+        let ok = rm!(RedisModule_ACLCheckCommandPermissions(self.ptr, argv.as_ptr().cast_mut(), argc) else raw::REDISMODULE_ERR as c_int);
+        ok == raw::REDISMODULE_OK as c_int
+    }
+
+    /// May the user write `key` (as SET / INCR / HINCRBY do)?
+    pub fn may_write(&self, key: RStr) -> bool {
+        if self.ptr.is_null() {
+            return false;
+        }
+        let flags = (raw::REDISMODULE_CMD_KEY_ACCESS
+            | raw::REDISMODULE_CMD_KEY_UPDATE
+            | raw::REDISMODULE_CMD_KEY_INSERT) as c_int;
+        let ok =
+            rm!(RedisModule_ACLCheckKeyPermissions(self.ptr, key, flags) else raw::REDISMODULE_ERR as c_int);
+        ok == raw::REDISMODULE_OK as c_int
+    }
+
+    pub fn name(&self) -> String {
+        String::from_utf8_lossy(rm::bytes(self.name.ptr())).into_owned()
+    }
+}
+
+/// The calling client's user when its permissions must be checked; `None` for a user with
+/// every permission, a client without a user (the AOF, a master link) or a server without the
+/// ACL API.
+///
+/// The cache is used only while the command filter is installed (`native`): only then does the
+/// module see the commands that change permissions. Otherwise every call checks for real.
+pub fn calling_user(ctx: Ctx) -> Option<User> {
+    if !available() {
+        return None;
+    }
+    if !crate::script_filter::installed() {
+        let name = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut()))?;
+        return Some(User::from_name(name));
+    }
+    let id = rm!(RedisModule_GetClientId(ctx) else 0);
+    let epoch = EPOCH.load(Ordering::Relaxed);
+    let s = slot(id);
+    let known = (id != 0 && s.0.load(Ordering::Relaxed) == id)
+        .then(|| s.1.load(Ordering::Relaxed))
+        .filter(|v| v >> 1 == epoch);
+    if known.is_some_and(|v| v & 1 == 1) {
+        return None;
+    }
+    let name = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut()))?;
+    if known.is_some() {
+        return Some(User::from_name(name)); // restricted, known: check for real
+    }
+    let all = unrestricted_name(ctx, &name, epoch);
+    if id != 0 && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_MULTI) {
+        s.0.store(id, Ordering::Relaxed);
+        s.1.store(epoch << 1 | u64::from(all), Ordering::Relaxed);
+    }
+    if all {
+        return None;
+    }
+    Some(User::from_name(name))
+}
+
+// ---- errors ---------------------------------------------------------------------------------
+
+fn denied() -> &'static str {
+    stats::ACL_DENIED.inc();
+    ""
+}
+
+/// EVAL / EVALSHA itself (with the script's keys) is not allowed: Lua's class, NOPERM.
+pub fn eval_denied(user: &User, evalsha: bool) -> String {
+    denied();
+    let cmd = if evalsha { "evalsha" } else { "eval" };
+    format!(
+        "NOPERM User {} has no permissions to run the '{cmd}' command (or to access one of its keys)",
+        user.name()
+    )
+}
+
+/// A command inside the script is not allowed: the `ERR` class Lua gives.
+pub fn inner_denied(user: &User, cmd: RStr) -> String {
+    denied();
+    format!(
+        "ERR ACL failure in script: User {} has no permissions to run the '{}' command (or to access its keys or channel)",
+        user.name(),
+        String::from_utf8_lossy(rm::bytes(cmd)).to_ascii_lowercase()
+    )
+}
+
+pub const TOKEN_KEY_DENIED: &str =
+    "NOPERM this user has no permissions to write the lock's fencing token key";
+
+pub const GRANT_DENIED: &str =
+    "NOPERM this user lost the permissions LOCK.ACQUIRE needs on the lock (or its token key) while waiting";
+
+/// The FENCE token key of lock `lock` may be written by the calling user.
+pub fn may_write_token(ctx: Ctx, lock: &[u8]) -> Result<(), &'static str> {
+    let Some(user) = calling_user(ctx) else { return Ok(()) };
+    let t = OwnedStr::new(&crate::config::token_key(lock));
+    if user.may_write(t.ptr()) {
+        Ok(())
+    } else {
+        denied();
+        Err(TOKEN_KEY_DENIED)
+    }
+}
+
+// ---- one step of a script's path ------------------------------------------------------------
+
+/// A command the script runs: its name and arguments, and whether it writes.
+#[derive(Clone, Copy)]
+pub struct Step<'a> {
+    pub cmd: RStr,
+    pub args: &'a [RStr],
+    pub write: bool,
+}
+
+impl<'a> Step<'a> {
+    pub fn read(cmd: Cmd, args: &'a [RStr]) -> Step<'a> {
+        Step { cmd: name(cmd), args, write: false }
+    }
+    pub fn write(cmd: Cmd, args: &'a [RStr]) -> Step<'a> {
+        Step { cmd: name(cmd), args, write: true }
+    }
+}
+
+/// The steps of a path. For a user with every permission only whether the path writes is
+/// kept (nothing to check per command, nothing allocated).
+pub struct Path<'a> {
+    record: bool,
+    writes: bool,
+    steps: Vec<Step<'a>>,
+}
+
+impl<'a> Path<'a> {
+    pub fn new(record: bool) -> Path<'a> {
+        Path { record, writes: false, steps: Vec::new() }
+    }
+    pub fn of(record: bool, steps: &[Step<'a>]) -> Path<'a> {
+        let mut p = Path::new(record);
+        for s in steps {
+            p.push(*s);
+        }
+        p
+    }
+    pub fn push(&mut self, s: Step<'a>) {
+        if self.record {
+            self.steps.push(s);
+        } else {
+            self.writes |= s.write;
+        }
+    }
+}
+
+/// Check the steps of a path in order, as Lua would run them: each command's ACL, and the
+/// server's write refusal at the first write. `Err` is the error reply; nothing was written.
+pub fn check_path(ctx: Ctx, user: Option<&User>, probe_key: RStr, path: &Path) -> Result<(), String> {
+    if !path.record {
+        if path.writes {
+            if let Some(e) = crate::writes::refused(ctx, probe_key) {
+                stats::WRITES_REFUSED.inc();
+                return Err(e);
+            }
+        }
+        return Ok(());
+    }
+    let mut argv: Vec<RStr> = Vec::new();
+    let mut wrote = false;
+    for s in &path.steps {
+        if let Some(u) = user {
+            argv.clear();
+            argv.push(s.cmd);
+            argv.extend_from_slice(s.args);
+            if !u.may_run(&argv) {
+                return Err(inner_denied(u, s.cmd));
+            }
+        }
+        if s.write && !wrote {
+            wrote = true;
+            if let Some(e) = crate::writes::refused(ctx, probe_key) {
+                stats::WRITES_REFUSED.inc();
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+// ---- waiting users ---------------------------------------------------------------------------
+
+/// The user of each blocked client (by handle) and, when it had every permission at the time,
+/// the cache epoch then (valid while the filter watches ACL changes).
+type Waiting = HashMap<usize, (Vec<u8>, Option<u64>)>;
+static WAITING: LazyLock<Mutex<Waiting>> = LazyLock::new(Default::default);
+
+/// Remember the user of a client that starts waiting.
+pub fn remember_waiter(ctx: Ctx, handle: usize) {
+    if !grants_recheck() {
+        return;
+    }
+    let unrestricted = crate::script_filter::installed() && calling_user(ctx).is_none();
+    let since = unrestricted.then(|| EPOCH.load(Ordering::Relaxed));
+    if let Some(name) = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut())) {
+        let name = rm::bytes(name.ptr()).to_vec();
+        WAITING.lock().unwrap_or_else(PoisonError::into_inner).insert(handle, (name, since));
+    }
+}
+
+/// The waiter left (granted, timed out, cancelled, failed).
+pub fn forget_waiter(handle: usize) {
+    if !grants_recheck() {
+        return;
+    }
+    let gone = WAITING.lock().unwrap_or_else(PoisonError::into_inner).remove(&handle);
+    drop(gone);
+}
+
+/// The remembered user of waiter `handle` (read before the waiter leaves the table).
+pub fn waiter_user(handle: usize) -> Option<WaiterUser> {
+    if !grants_recheck() {
+        return None;
+    }
+    WAITING.lock().unwrap_or_else(PoisonError::into_inner).get(&handle).cloned().map(WaiterUser)
+}
+
+/// A waiting client's user, as remembered at block time.
+pub struct WaiterUser((Vec<u8>, Option<u64>));
+
+/// May the waiter (its user `who`) still take lock `key` (and write `token` with FENCE)? As the
+/// server would re-check its blocked command: LOCK.ACQUIRE with its key, and the token key.
+pub fn waiter_may_take(who: Option<WaiterUser>, key: &[u8], owner: &[u8], token: Option<&[u8]>) -> bool {
+    let Some(WaiterUser((user_name, since))) = who else { return true };
+    // Unrestricted at block time and no permission change seen since.
+    if since.is_some_and(|e| crate::script_filter::installed() && e == EPOCH.load(Ordering::Relaxed)) {
+        return true;
+    }
+    let user_name = OwnedStr::new(&user_name);
+    let user = User::from_name(user_name);
+    let (k, o) = (OwnedStr::new(key), OwnedStr::new(owner));
+    let lease = OwnedStr::from_i64(1);
+    let argv = [name(Cmd::LockAcquire), k.ptr(), o.ptr(), lease.ptr()];
+    let ok = user.may_run(&argv)
+        && token.is_none_or(|t| {
+            let t = OwnedStr::new(t);
+            user.may_write(t.ptr())
+        });
+    if !ok {
+        denied();
+    }
+    ok
+}

@@ -1,0 +1,103 @@
+//! Write refusals: whether the server refuses client writes right now.
+//!
+//! LOCK.* commands are flagged `write` (and LOCK.ACQUIRE `deny-oom`), so the server itself
+//! refuses them with `NOREPLICAS` (min-replicas-to-write not met), `MISCONF` (failed background
+//! save with stop-writes-on-bgsave-error), `READONLY` (read-only replica) or `OOM`. A natively
+//! run Redisson script (LOCK.REDISSON, flagged like EVAL) and a grant made later (lease expiry,
+//! DEL, a timer) are not covered by that, so they ask here before their first write.
+//!
+//! The question is put to the server itself: `RM_Call` in script mode (`S`, which applies the
+//! same min-replicas / disk-error / read-only-replica rules as a script's write) of
+//! `SETRANGE <key> -1 x`, a write command that fails on its offset before touching anything.
+//! `ERR offset is out of range` means writes are accepted; any other error is the refusal, with
+//! the server's own text. The answer is kept until a server event that can change it (cron,
+//! CONFIG SET, replica connected or gone, master link, persistence, loading, role change).
+
+use crate::rm::{self, rm, CallReply, Ctx, RStr};
+use redis_module::raw;
+use std::os::raw::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+/// Bumped by every server event that may change the answer.
+static EPOCH: AtomicU64 = AtomicU64::new(1);
+/// (epoch of the answer, the refusal text or `None` when writes are accepted).
+static ANSWER: Mutex<(u64, Option<String>)> = Mutex::new((0, None));
+/// The epoch at which writes were last found accepted (the common case, read without a lock).
+static ACCEPTED: AtomicU64 = AtomicU64::new(0);
+
+/// Forget the cached answer.
+pub fn invalidate() {
+    EPOCH.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The error a client write would get now (`NOREPLICAS ...`, `MISCONF ...`, `READONLY ...`),
+/// or `None` when writes are accepted. `key` is used for the probe (nothing is written).
+pub fn refused(ctx: Ctx, key: RStr) -> Option<String> {
+    let epoch = EPOCH.load(Ordering::Relaxed);
+    if ACCEPTED.load(Ordering::Relaxed) == epoch {
+        return None;
+    }
+    {
+        let a = ANSWER.lock().unwrap_or_else(PoisonError::into_inner);
+        if a.0 == epoch {
+            return a.1.clone();
+        }
+    }
+    let answer = probe(ctx, key);
+    if answer.is_none() {
+        ACCEPTED.store(epoch, Ordering::Relaxed);
+    }
+    *ANSWER.lock().unwrap_or_else(PoisonError::into_inner) = (epoch, answer.clone());
+    answer
+}
+
+/// The refusal, also counting `maxmemory`: for grants, which add data. Only with the
+/// `noeviction` policy: with any other policy the server evicts to make room before its next
+/// command, and a grant made from a timer (no command to evict before) would otherwise wait
+/// for traffic that may never come.
+pub fn refused_or_oom(ctx: Ctx, key: RStr) -> Option<String> {
+    let flags = rm::ctx_flags(ctx);
+    if flags & raw::REDISMODULE_CTX_FLAGS_OOM != 0 && flags & raw::REDISMODULE_CTX_FLAGS_EVICT == 0 {
+        return Some("OOM command not allowed when used memory > 'maxmemory'.".into());
+    }
+    refused(ctx, key)
+}
+
+/// Error classes that mean "the server refuses writes now" (anything else, e.g. the expected
+/// `ERR offset is out of range`, or a cluster redirect of the probe, means it does not).
+const REFUSALS: [&str; 5] = ["NOREPLICAS", "MISCONF", "READONLY", "OOM", "MASTERDOWN"];
+
+fn probe(ctx: Ctx, key: RStr) -> Option<String> {
+    // "S": script mode (min-replicas, disk error, read-only replica); "E": errors as replies.
+    let reply = rm!(RedisModule_Call(
+        ctx,
+        c"SETRANGE".as_ptr(),
+        c"sccSE".as_ptr(),
+        key,
+        c"-1".as_ptr(),
+        c"x".as_ptr()
+    ) else std::ptr::null_mut());
+    let r = CallReply::adopt(reply)?;
+    if !r.is_error() {
+        return None; // cannot happen (the offset is invalid); writes are accepted
+    }
+    let text = String::from_utf8_lossy(r.bytes()).into_owned();
+    let class = text.split(' ').next().unwrap_or("");
+    REFUSALS.contains(&class).then_some(text)
+}
+
+/// Server events that may change whether writes are refused.
+pub unsafe extern "C" fn on_event(_ctx: Ctx, _eid: raw::RedisModuleEvent, _sub: u64, _data: *mut c_void) {
+    invalidate();
+}
+
+/// The events [`on_event`] is subscribed to (`lib.rs`).
+pub const EVENTS: [u64; 6] = [
+    raw::REDISMODULE_EVENT_CRON_LOOP,
+    raw::REDISMODULE_EVENT_CONFIG,
+    raw::REDISMODULE_EVENT_REPLICA_CHANGE,
+    raw::REDISMODULE_EVENT_MASTER_LINK_CHANGE,
+    raw::REDISMODULE_EVENT_PERSISTENCE,
+    raw::REDISMODULE_EVENT_LOADING,
+];
