@@ -16,7 +16,7 @@ CHAOS = $(CARGO) run --release --manifest-path bench/Cargo.toml --bin chaos -- -
 PY_VENV := target/py-venv
 PY := $(CURDIR)/$(PY_VENV)/bin
 
-.PHONY: help deps build run test test-matrix profile lint fmt bench chaos safety test-safety fuzz valgrind clean python-venv test-python lint-python bench-python
+.PHONY: help deps build run test test-matrix audit profile lint fmt bench chaos safety test-safety fuzz valgrind clean python-venv test-python lint-python bench-python
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -55,6 +55,15 @@ test: deps ## a short fuzz run, then every test: Rust unit and integration (modu
 test-matrix: deps ## the Rust integration suite once per server: make test-matrix SERVERS="dir ..." (each dir holds a redis-server)
 	@test -n "$(SERVERS)" || { echo 'usage: make test-matrix SERVERS="dir ..."'; exit 2; }
 	bash scripts/test_matrix.sh $(SERVERS)
+
+AUDIT_SERVERS ?= $(wildcard ../shared/servers/*/)
+audit: deps ## the security tests (ACL, write refusals, stalls, limits, reload) on the system server and each AUDIT_SERVERS dir
+	@status=0; for dir in "" $(AUDIT_SERVERS); do \
+		echo "=== $${dir:-system}: $$(PATH="$$dir:$$PATH" redis-server --version | head -1)"; \
+		PATH="$$dir:$$PATH" $(CARGO) test --test security_acl --test security_writes --test security_limits \
+			--test acl_categories --test fence 2>&1 | grep -E '^test result|FAILED|panicked' || true; \
+		test $${PIPESTATUS[0]} -eq 0 || status=1; \
+	done; exit $$status
 
 python-venv: ## the Python client's virtualenv (target/py-venv) with its test and lint tools from PyPI
 	@test -x $(PY)/python || python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || { \
