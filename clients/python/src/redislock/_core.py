@@ -612,7 +612,7 @@ def redlock_validity(lease_s: float, elapsed_s: float) -> float:
 
 # How long after its own wait a component of a MultiLock / RedLock attempt may still answer
 # before the attempt is decided without it (a hung or slow server).
-COMPONENT_GRACE = 0.3
+COMPONENT_GRACE = 0.2
 
 
 def attempt_wait(remaining: float | None, count: int, majority: bool) -> float:

@@ -777,7 +777,7 @@ class MultiLock:
             if not success:
                 await asyncio.shield(self._give_back(sorted(taken), owners))
             if pending:
-                await asyncio.wait(pending, timeout=COMPONENT_GRACE)
+                await asyncio.wait(pending, timeout=0.1)  # live servers answer by then; hung ones later
         return sorted(taken) if success else None
 
     async def _give_back(self, taken: list[int], owners: tuple[str, ...]) -> None:
