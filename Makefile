@@ -12,6 +12,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 PY_VENV := target/py-venv
 PY := $(CURDIR)/$(PY_VENV)/bin
+# The oldest redis-py the client supports (pyproject: redis>=5.0): its suite runs on this too.
+PY_OLD_REDIS := 5.0.8
+PY_OLD := $(CURDIR)/target/py-venv-old/bin
 
 .PHONY: help deps build run test test-matrix profile lint fmt bench chaos fuzz valgrind clean python-venv test-python lint-python bench-python
 
@@ -52,19 +55,27 @@ test-matrix: deps ## the Rust integration suite once per server: make test-matri
 	@test -n "$(SERVERS)" || { echo 'usage: make test-matrix SERVERS="dir ..."'; exit 2; }
 	bash scripts/test_matrix.sh $(SERVERS)
 
-python-venv: ## the Python client's virtualenv (target/py-venv) with its test and lint tools from PyPI
+python-venv: ## the Python client's virtualenvs: target/py-venv (newest redis-py, test and lint tools) and target/py-venv-old (redis-py $(PY_OLD_REDIS))
 	@test -x $(PY)/python || python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || { \
 		echo "installing python3-venv"; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null; }
 	@test -x $(PY)/python || python3 -m venv $(PY_VENV)
 	@$(PY)/pip install -q --upgrade pip >/dev/null 2>&1 || true
-	$(PY)/pip install -q -e './clients/python[test,lint]'
+	$(PY)/pip install -q --upgrade -e './clients/python[test,lint]' redis
+	@test -x $(PY_OLD)/python || python3 -m venv target/py-venv-old
+	$(PY_OLD)/pip install -q -e './clients/python[test]' 'redis==$(PY_OLD_REDIS)'
 
-test-python: deps python-venv ## the Python client's tests against real redis-server processes (module and Lua modes)
+test-python: deps python-venv ## the Python client's tests against real redis-server processes (module and Lua modes), on the newest redis-py and on the oldest supported
 	$(CARGO) build
 	@mkdir -p target
-	cd clients/python && LOCK_MODULE=$(CURDIR)/target/debug/libredis_lock.so $(PY)/pytest -q -p no:cacheprovider --junitxml=$(CURDIR)/target/pytest.xml
+	@rm -f target/pytest.xml target/pytest-old.xml
+	@status=0; \
+	echo "== redis-py $$($(PY)/python -c 'import redis; print(redis.__version__)')"; \
+	(cd clients/python && LOCK_MODULE=$(CURDIR)/target/debug/libredis_lock.so $(PY)/pytest -q -p no:cacheprovider --junitxml=$(CURDIR)/target/pytest.xml) || status=1; \
+	echo "== redis-py $$($(PY_OLD)/python -c 'import redis; print(redis.__version__)')"; \
+	(cd clients/python && LOCK_MODULE=$(CURDIR)/target/debug/libredis_lock.so $(PY_OLD)/pytest -q -p no:cacheprovider --junitxml=$(CURDIR)/target/pytest-old.xml) || status=1; \
+	exit $$status
 
 lint: lint-python ## rustfmt, clippy, and ruff + mypy (strict) on the Python client
 	$(CARGO) fmt --all -- --check

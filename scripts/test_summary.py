@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Print the closing line of `make test`: `N passed, N failed` over every suite.
 
-Arguments: the cargo test log (its `test result:` lines) and pytest's JUnit XML. A missing file
-counts as one failure (the suite did not run to the end)."""
+Arguments: the cargo test log (its `test result:` lines) and pytest's JUnit XML. The Python
+suite runs twice (newest redis-py, and the oldest supported into `<name>-old.xml` beside the
+given file); both files are summed. A missing file counts as one failure (the suite did not run
+to the end)."""
 
 import re
 import sys
@@ -33,8 +35,18 @@ def pytest(path: str) -> tuple[int, int]:
     return tests - bad - skipped, bad
 
 
+def pytests(path: str) -> tuple[int, int]:
+    """The JUnit file and its ``-old`` sibling (the run on the oldest supported redis-py)."""
+    passed = failed = 0
+    for one in (path, re.sub(r"(\.xml)?$", "-old.xml", path, count=1)):
+        p, f = pytest(one)
+        passed += p
+        failed += f
+    return passed, failed
+
+
 if __name__ == "__main__":
     rust = cargo(sys.argv[1])
-    py = pytest(sys.argv[2])
+    py = pytests(sys.argv[2])
     print(f"rust: {rust[0]} passed, {rust[1]} failed; python: {py[0]} passed, {py[1]} failed")
     print(f"{rust[0] + py[0]} passed, {rust[1] + py[1]} failed")
