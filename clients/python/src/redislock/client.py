@@ -123,14 +123,17 @@ def _execute(client: Any, commands: list[Command], extra: float = 0.0, deadline:
     try:
         conn.send_packed_command(conn.pack_commands(commands))
         until: float | None = None
+        poll = False
         if extra or deadline is not None:
             base = conn.socket_timeout
             until = None if base is None or math.isinf(extra) else time.monotonic() + base + extra
             if deadline is not None:
                 until = deadline if until is None else min(until, deadline)
+            # A socket without timeout already waits as long as it takes: read directly.
+            poll = until is not None or base is not None
         replies: list[Any] = []
         for _ in commands:
-            if extra or deadline is not None:
+            if poll:
                 _wait_reply(conn, until)
             try:
                 replies.append(conn.read_response())
@@ -370,6 +373,9 @@ class _Engine:
 
     # -- watchdog -------------------------------------------------------------------------
     def ensure_watchdog(self) -> None:
+        watchdog = self._watchdog
+        if watchdog is not None and watchdog.thread.is_alive():
+            return
         with self._mutex:
             if (self._watchdog is None or not self._watchdog.thread.is_alive()) and not self.closed:
                 self._watchdog = _Watchdog(self.tick)
