@@ -288,3 +288,35 @@ async def test_type_checks_and_mode_over_a_unix_socket(tmp_path_factory: pytest.
         await ar.aclose()
     finally:
         server.close()
+
+
+async def test_asyncio_api_additions(ar: redis.asyncio.Redis, raw: redis.asyncio.Redis) -> None:
+    locks = ral.LockClient(ar, lease=5.0)
+    try:
+        lock = locks.lock(b"aapi", timeout=0.3, fenced=True)
+        assert lock.name == "aapi"
+        with pytest.raises(redislock.NotOwnedError):
+            await lock.extend(5)
+        assert await lock.acquire(lease=1.0)
+        token = lock.token
+        assert token is not None
+        assert await lock.acquire(lease=1.0) and lock.token == token  # reentrant: same token
+        await lock.extend(20)
+        assert 19_000 < await raw.pttl("aapi") <= 20_000
+        await lock.release()
+        await lock.release()
+        other = locks.lock("aapi", owner="holder")
+        assert await other.acquire(lease=10)
+        started = time.monotonic()
+        with pytest.raises(redislock.LockTimeout):
+            async with lock:
+                pass  # pragma: no cover
+        assert 0.25 < time.monotonic() - started < 1.5
+        await other.release()
+        multi = ral.MultiLock([lock])
+        assert await asyncio.wait_for(multi.acquire(timeout=1), 5)
+        await asyncio.wait_for(multi.release(), 5)  # the caller's owners, also through wait_for
+        assert await raw.exists("aapi") == 0
+        await in_step(ar)
+    finally:
+        await locks.close()

@@ -713,10 +713,20 @@ class MultiLock:
     def _owners(self) -> tuple[str, ...]:
         return tuple(lock.owner for lock in self.locks)
 
-    async def acquire(self, blocking: bool = True, timeout: float | None = None, lease: float | None = None) -> bool:
+    def acquire(
+        self, blocking: bool = True, timeout: float | None = None, lease: float | None = None
+    ) -> Coroutine[Any, Any, bool]:
+        """Take every component (a majority for RedLock); the owners are the calling task's."""
         wait = check_timeout(timeout, blocking)
+        if lease is not None:
+            lease_ms(lease)
+        return self._acquire(self._owners() if _in_task() else None, blocking, wait, lease)
+
+    async def _acquire(
+        self, owners: tuple[str, ...] | None, blocking: bool, wait: float | None, lease: float | None
+    ) -> bool:
         lease_s = self.locks[0].client.lease if lease is None else lease_ms(lease) / 1000
-        owners = self._owners()
+        owners = owners or self._owners()
         count = len(self.locks)
         need = quorum(count, self._majority)
         deadline = None if wait is None else time.monotonic() + wait
@@ -783,8 +793,11 @@ class MultiLock:
     async def _give_back(self, taken: list[int], owners: tuple[str, ...]) -> None:
         await asyncio.gather(*(_release_quietly(self.locks[i], owners[i]) for i in taken))
 
-    async def release(self) -> None:
-        owners = self._owners()
+    def release(self) -> Coroutine[Any, Any, None]:
+        return self._release(self._owners() if _in_task() else None)
+
+    async def _release(self, owners: tuple[str, ...] | None) -> None:
+        owners = owners or self._owners()
         stack = self._held.get(owners)
         if not stack:
             raise NotOwnedError("this MultiLock is not held by this owner")
