@@ -770,7 +770,7 @@ class MultiLock:
                     break
                 done, pending = await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
-                    if not task.cancelled() and task.exception() is None and task.result() is True:
+                    if _took(task):
                         taken.append(tasks[task])
                     else:
                         if not task.cancelled() and task.exception() is not None:
@@ -784,11 +784,31 @@ class MultiLock:
         finally:
             for task in pending:
                 task.cancel()  # a late component gives back what it took when cancelled
-            if not success:
-                await asyncio.shield(self._give_back(sorted(taken), owners))
             if pending:
-                await asyncio.wait(pending, timeout=0.1)  # live servers answer by then; hung ones later
+                # Cancelled components give back what they may have taken before this returns
+                # (so a retry by the same owner finds the servers settled); a hung server's
+                # clean-up goes on in the background. After a success, do not wait for it.
+                settle = 0.1 if success else max(0.1, until - time.monotonic())
+                await asyncio.wait(pending, timeout=settle)
+            # A component that finished with the lock after the decision (before its cancel
+            # took effect) is given back too, now or when it finishes.
+            late = [tasks[t] for t in pending if t.done() and _took(t)]
+            for task in pending:
+                if not task.done():
+                    task.add_done_callback(self._give_back_later(tasks[task], owners))
+            back = late if success else sorted(taken) + late
+            if back:
+                await asyncio.shield(self._give_back(back, owners))
         return sorted(taken) if success else None
+
+    def _give_back_later(self, i: int, owners: tuple[str, ...]) -> Callable[[asyncio.Future[Any]], None]:
+        def done(task: asyncio.Future[Any]) -> None:
+            if _took(task):
+                late = asyncio.ensure_future(_release_quietly(self.locks[i], owners[i]))
+                _late_releases.add(late)
+                late.add_done_callback(_late_releases.discard)
+
+        return done
 
     async def _give_back(self, taken: list[int], owners: tuple[str, ...]) -> None:
         await asyncio.gather(*(_release_quietly(self.locks[i], owners[i]) for i in taken))
@@ -829,6 +849,13 @@ class RedLock(MultiLock):
     """The asyncio RedLock: a majority of the components and a positive validity."""
 
     _majority = True
+
+
+_late_releases: set[asyncio.Future[Any]] = set()
+
+
+def _took(task: asyncio.Future[Any]) -> bool:
+    return not task.cancelled() and task.exception() is None and task.result() is True
 
 
 async def _release_quietly(lock: Lock, owner: str) -> None:
