@@ -6,7 +6,8 @@
    (LOCK.ACQUIRE ... WAIT), in Lua mode (Redisson's pub/sub waiting, on a server without the
    module) and for redis-py's own ``Lock`` (SET NX + polling every 0.1 s, its default).
 2. Overhead: one uncontended acquire + release through the client against the raw commands it
-   sends (LOCK.ACQUIRE/LOCK.RELEASE, our Lua scripts by EVALSHA), and redis-py's ``Lock``.
+   sends, byte for byte (``LOCK.ACQUIRE k <uuid>:<n> 30000 WAIT 0`` / ``LOCK.RELEASE k <uuid>:<n>
+   30000``, our Lua scripts by EVALSHA), and redis-py's ``Lock``.
 
 It starts its own redis-server processes on free loopback ports and writes a markdown table to
 stdout and to ``--out``.
@@ -133,18 +134,21 @@ def run_overhead(module_port: int, plain_port: int, rounds: int) -> list[tuple[s
     rm, rp = redis.Redis(port=module_port), redis.Redis(port=plain_port)
     module_client, lua_client = redislock.LockClient(rm, mode="module"), redislock.LockClient(rp, mode="lua")
     mlock, llock = module_client.lock("bench:o"), lua_client.lock("bench:o")
-    owner = "bench-owner:1"
+    # The raw rows send exactly what the client sends for a blocking acquire with the watchdog
+    # lease and its release: an owner id of the client's form (<uuid>:<n>), WAIT 0 in module
+    # mode, and the lease re-armed by the release of a kept hold.
+    owner = f"{module_client.id}:1"
     for body in _scripts.ALL:
         rp.script_load(body)
     acquire, unlock = _scripts.SHA[_scripts.ACQUIRE], _scripts.SHA[_scripts.UNLOCK]
 
     def raw_module() -> None:
-        rm.execute_command("LOCK.ACQUIRE", "bench:o", owner, 30000)
-        rm.execute_command("LOCK.RELEASE", "bench:o", owner)
+        rm.execute_command("LOCK.ACQUIRE", "bench:o", owner, 30000, "WAIT", 0)
+        rm.execute_command("LOCK.RELEASE", "bench:o", owner, 30000)
 
     def raw_lua() -> None:
         rp.evalsha(acquire, 1, "bench:o", 30000, owner)
-        rp.evalsha(unlock, 2, "bench:o", "redisson_lock__channel:{bench:o}", 0, 0, owner, "PUBLISH")
+        rp.evalsha(unlock, 2, "bench:o", "redisson_lock__channel:{bench:o}", 0, 30000, owner, "PUBLISH")
 
     def client(lock: redislock.Lock) -> Any:
         def run() -> None:
