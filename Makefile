@@ -15,6 +15,9 @@ CHAOS = $(CARGO) run --release --manifest-path bench/Cargo.toml --bin chaos -- -
 
 PY_VENV := target/py-venv
 PY := $(CURDIR)/$(PY_VENV)/bin
+# The oldest redis-py the client supports (pyproject: redis>=5.0): its suite runs on this too.
+PY_OLD_REDIS := 5.0.8
+PY_OLD := $(CURDIR)/target/py-venv-old/bin
 
 .PHONY: help deps build run test test-matrix audit profile lint fmt bench chaos safety test-safety fuzz valgrind clean python-venv test-python lint-python bench-python
 
@@ -40,16 +43,17 @@ build: deps ## build target/release/libredis_lock.so
 run: build ## start redis-server on 127.0.0.1:$(PORT) with the module (Ctrl-C stops it)
 	redis-server redis.conf.example --port $(PORT) --loadmodule $(CURDIR)/$(MODULE)
 
-test: deps ## a short fuzz run, then every test: Rust unit and integration (module, bench, testkit), the Python client's suite
+test: deps ## a short fuzz run, then every test: Rust unit and integration (module, bench, testkit), the Python client's suite (newest and oldest redis-py), the safety harness self-test
 	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	@mkdir -p target
-	@rm -f target/test.log target/pytest.xml
+	@rm -f target/test.log target/pytest.xml target/pytest-old.xml target/pytest-safety.xml
 	@status=0; \
 	set -o pipefail; $(CARGO) test --all-targets 2>&1 | tee target/test.log || status=1; \
 	$(CARGO) test --manifest-path bench/Cargo.toml 2>&1 | tee -a target/test.log || status=1; \
 	$(CARGO) test --manifest-path testkit/Cargo.toml --target-dir target/testkit 2>&1 | tee -a target/test.log || status=1; \
 	$(MAKE) --no-print-directory test-python || status=1; \
-	python3 scripts/test_summary.py target/test.log target/pytest.xml; \
+	$(MAKE) --no-print-directory test-safety || status=1; \
+	python3 scripts/test_summary.py target/test.log target/pytest.xml target/pytest-safety.xml; \
 	exit $$status
 
 test-matrix: deps ## the Rust integration suite once per server: make test-matrix SERVERS="dir ..." (each dir holds a redis-server)
@@ -65,19 +69,27 @@ audit: deps ## the security tests (ACL, write refusals, stalls, limits, reload) 
 		test $${PIPESTATUS[0]} -eq 0 || status=1; \
 	done; exit $$status
 
-python-venv: ## the Python client's virtualenv (target/py-venv) with its test and lint tools from PyPI
+python-venv: ## the Python client's virtualenvs: target/py-venv (newest redis-py, test and lint tools) and target/py-venv-old (redis-py $(PY_OLD_REDIS))
 	@test -x $(PY)/python || python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || { \
 		echo "installing python3-venv"; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null; }
 	@test -x $(PY)/python || python3 -m venv $(PY_VENV)
 	@$(PY)/pip install -q --upgrade pip >/dev/null 2>&1 || true
-	$(PY)/pip install -q -e './clients/python[test,lint]'
+	$(PY)/pip install -q --upgrade -e './clients/python[test,lint]' redis
+	@test -x $(PY_OLD)/python || python3 -m venv target/py-venv-old
+	$(PY_OLD)/pip install -q -e './clients/python[test]' 'redis==$(PY_OLD_REDIS)'
 
-test-python: deps python-venv ## the Python client's tests against real redis-server processes (module and Lua modes)
+test-python: deps python-venv ## the Python client's tests against real redis-server processes (module and Lua modes), on the newest redis-py and on the oldest supported
 	$(CARGO) build
 	@mkdir -p target
-	cd clients/python && LOCK_MODULE=$(CURDIR)/target/debug/libredis_lock.so $(PY)/pytest -q -p no:cacheprovider --junitxml=$(CURDIR)/target/pytest.xml
+	@rm -f target/pytest.xml target/pytest-old.xml
+	@status=0; \
+	echo "== redis-py $$($(PY)/python -c 'import redis; print(redis.__version__)')"; \
+	(cd clients/python && LOCK_MODULE=$(CURDIR)/target/debug/libredis_lock.so $(PY)/pytest -q -p no:cacheprovider --junitxml=$(CURDIR)/target/pytest.xml) || status=1; \
+	echo "== redis-py $$($(PY_OLD)/python -c 'import redis; print(redis.__version__)')"; \
+	(cd clients/python && LOCK_MODULE=$(CURDIR)/target/debug/libredis_lock.so $(PY_OLD)/pytest -q -p no:cacheprovider --junitxml=$(CURDIR)/target/pytest-old.xml) || status=1; \
+	exit $$status
 
 lint: lint-python ## rustfmt, clippy, and ruff + mypy (strict) on the Python client
 	$(CARGO) fmt --all -- --check
@@ -87,6 +99,7 @@ lint: lint-python ## rustfmt, clippy, and ruff + mypy (strict) on the Python cli
 
 lint-python: python-venv
 	cd clients/python && $(PY)/ruff check src tests bench && $(PY)/ruff format --check src tests bench && $(PY)/mypy
+	cd safety && $(PY)/ruff check . && $(PY)/ruff format --check . && $(PY)/mypy
 
 fmt:
 	$(CARGO) fmt --all

@@ -6,7 +6,8 @@
    (LOCK.ACQUIRE ... WAIT), in Lua mode (Redisson's pub/sub waiting, on a server without the
    module) and for redis-py's own ``Lock`` (SET NX + polling every 0.1 s, its default).
 2. Overhead: one uncontended acquire + release through the client against the raw commands it
-   sends (LOCK.ACQUIRE/LOCK.RELEASE, our Lua scripts by EVALSHA), and redis-py's ``Lock``.
+   sends, byte for byte (``LOCK.ACQUIRE k <uuid>:<n> 30000 WAIT 0`` / ``LOCK.RELEASE k <uuid>:<n>
+   30000``, our Lua scripts by EVALSHA), and redis-py's ``Lock``.
 
 It starts its own redis-server processes on free loopback ports and writes a markdown table to
 stdout and to ``--out``.
@@ -99,41 +100,55 @@ def run_contention(kind: str, port: int, processes: int, seconds: float) -> dict
     }
 
 
-def per_call(fn: Any, rounds: int) -> float:
-    started = time.perf_counter()
+def per_call(fn: Any, rounds: int) -> tuple[float, float]:
+    """µs per call: wall time, and this process's CPU time (the client's own work, syscalls
+    included, without the server's time or other processes' load)."""
+    started, cpu = time.perf_counter(), time.process_time()
     for _ in range(rounds):
         fn()
-    return (time.perf_counter() - started) / rounds * 1e6
+    return (time.perf_counter() - started) / rounds * 1e6, (time.process_time() - cpu) / rounds * 1e6
+
+
+CPU: dict[int, float] = {}
 
 
 def interleaved(fns: list[Any], rounds: int, repeats: int = 7) -> list[float]:
     """µs per call of each function: the median of ``repeats`` alternating runs (the machine is
-    shared, so alternating keeps slow moments from landing on one side only)."""
+    shared, so alternating keeps slow moments from landing on one side only). The median CPU
+    time per call of each function is left in ``CPU`` (by position)."""
     for fn in fns:
         per_call(fn, rounds // 10)
     runs: list[list[float]] = [[] for _ in fns]
+    cpu: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
         for i, fn in enumerate(fns):
-            runs[i].append(per_call(fn, rounds // repeats))
+            wall, used = per_call(fn, rounds // repeats)
+            runs[i].append(wall)
+            cpu[i].append(used)
+    CPU.clear()
+    CPU.update({i: statistics.median(c) for i, c in enumerate(cpu)})
     return [statistics.median(r) for r in runs]
 
 
-def run_overhead(module_port: int, plain_port: int, rounds: int) -> list[tuple[str, float, float]]:
+def run_overhead(module_port: int, plain_port: int, rounds: int) -> list[tuple[str, float, float, float, float]]:
     rm, rp = redis.Redis(port=module_port), redis.Redis(port=plain_port)
     module_client, lua_client = redislock.LockClient(rm, mode="module"), redislock.LockClient(rp, mode="lua")
     mlock, llock = module_client.lock("bench:o"), lua_client.lock("bench:o")
-    owner = "bench-owner:1"
+    # The raw rows send exactly what the client sends for a blocking acquire with the watchdog
+    # lease and its release: an owner id of the client's form (<uuid>:<n>), WAIT 0 in module
+    # mode, and the lease re-armed by the release of a kept hold.
+    owner = f"{module_client.id}:1"
     for body in _scripts.ALL:
         rp.script_load(body)
     acquire, unlock = _scripts.SHA[_scripts.ACQUIRE], _scripts.SHA[_scripts.UNLOCK]
 
     def raw_module() -> None:
-        rm.execute_command("LOCK.ACQUIRE", "bench:o", owner, 30000)
-        rm.execute_command("LOCK.RELEASE", "bench:o", owner)
+        rm.execute_command("LOCK.ACQUIRE", "bench:o", owner, 30000, "WAIT", 0)
+        rm.execute_command("LOCK.RELEASE", "bench:o", owner, 30000)
 
     def raw_lua() -> None:
         rp.evalsha(acquire, 1, "bench:o", 30000, owner)
-        rp.evalsha(unlock, 2, "bench:o", "redisson_lock__channel:{bench:o}", 0, 0, owner, "PUBLISH")
+        rp.evalsha(unlock, 2, "bench:o", "redisson_lock__channel:{bench:o}", 0, 30000, owner, "PUBLISH")
 
     def client(lock: redislock.Lock) -> Any:
         def run() -> None:
@@ -152,9 +167,9 @@ def run_overhead(module_port: int, plain_port: int, rounds: int) -> list[tuple[s
         [raw_module, client(mlock), raw_lua, client(llock), redis_py_lock], rounds
     )
     rows = [
-        ("module mode", raw_m, lib_m),
-        ("lua mode", raw_l, lib_l),
-        ("redis-py Lock (SET NX PX + Lua release)", float("nan"), plain),
+        ("module mode", raw_m, lib_m, CPU[0], CPU[1]),
+        ("lua mode", raw_l, lib_l, CPU[2], CPU[3]),
+        ("redis-py Lock (SET NX PX + Lua release)", float("nan"), plain, float("nan"), CPU[4]),
     ]
     module_client.close()
     lua_client.close()
@@ -199,15 +214,22 @@ def main() -> None:
             " the acquisitions per process (1 = equal shares). Waits still open when a run ends are not"
             " counted.",
             "",
-            "Uncontended acquire + release, one connection, per pair (µs, median of 7 alternating runs):",
+            "Uncontended acquire + release, one connection, per pair (µs, median of 7 alternating runs;"
+            " wall time, and the client process's CPU time, which the other load on a shared machine"
+            " does not move):",
             "",
-            "| mode | raw commands | redislock | client overhead |",
-            "|---|---:|---:|---:|",
+            "| mode | raw commands | redislock | client overhead | client CPU, raw | client CPU, redislock"
+            " | CPU overhead |",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
-        for label, raw, lib in run_overhead(module_server.port, plain_server.port, args.rounds):
+        for label, raw, lib, raw_cpu, lib_cpu in run_overhead(module_server.port, plain_server.port, args.rounds):
             raw_text = "—" if math.isnan(raw) else f"{raw:.0f}"
             overhead = "—" if math.isnan(raw) else f"{lib - raw:+.0f} ({lib / raw:.2f}x)"
-            lines.append(f"| {label} | {raw_text} | {lib:.0f} | {overhead} |")
+            raw_cpu_text = "—" if math.isnan(raw_cpu) else f"{raw_cpu:.0f}"
+            cpu_overhead = "—" if math.isnan(raw_cpu) else f"{lib_cpu - raw_cpu:+.0f} ({lib_cpu / raw_cpu:.2f}x)"
+            lines.append(
+                f"| {label} | {raw_text} | {lib:.0f} | {overhead} | {raw_cpu_text} | {lib_cpu:.0f} | {cpu_overhead} |"
+            )
         text = "\n".join(lines) + "\n"
         print(text)
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -69,8 +69,12 @@ async def test_acquire_release_and_reads(alocks: ral.LockClient, ar: redis.async
 async def test_tasks_are_owners(alocks: ral.LockClient, ar: redis.asyncio.Redis, server: Server) -> None:
     lock = alocks.lock("a:tasks")
     async with lock:
-        # a second task on the same thread is another owner: it has to wait
-        other = asyncio.create_task(lock.acquire(timeout=10))
+        # a second task on the same thread is another owner: it has to wait (the owner is the
+        # task that calls acquire(), so the call is made inside the new task)
+        async def in_other_task() -> bool:
+            return await lock.acquire(timeout=10)
+
+        other = asyncio.create_task(in_other_task())
         if server.module:
             assert await eventually(lambda: _waiters(ar, "a:tasks"))
         else:

@@ -169,3 +169,30 @@ def test_asyncio_cluster(cluster: list[Server], mode: str) -> None:
             await arc.aclose()
 
     asyncio.run(main())
+
+
+def test_lua_names_without_a_valid_hash_tag_are_refused(rc: RedisCluster, cluster: list[Server]) -> None:
+    """`a{b` / `{}x` could be acquired in Lua mode but never released (CROSSSLOT between the
+    lock and its release channel): refused before anything is sent."""
+    locks = redislock.LockClient(rc, lease=5.0, mode="lua")
+    try:
+        assert locks.mode == "lua"
+        before = [evalsha_calls(n) for n in cluster]
+        for name in ("a{b", "{}x", "x}{y", b"a{b"):
+            with pytest.raises(ValueError, match="hash tag"):
+                locks.lock(name).acquire(blocking=False)
+        assert [evalsha_calls(n) for n in cluster] == before  # nothing was sent
+        assert rc.exists("a{b", "{}x", "x}{y") == 0
+        for name in ("a{b}", "{tag}x", "plain", "a{b}{c"):
+            lock = locks.lock(name, fenced=True)
+            assert lock.acquire(blocking=False)
+            lock.release()
+            assert rc.exists(name) == 0
+        assert rc.set("after", "v") and rc.get("after") == b"v"
+    finally:
+        locks.close()
+
+
+def evalsha_calls(node: Server) -> int:
+    with node.client() as r:
+        return int(r.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))

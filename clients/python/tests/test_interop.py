@@ -41,8 +41,13 @@ def redisson_unlock(r: redis.Redis, key: str, owner: str = JAVA) -> Any:
     return r.eval(lua_script("unlock-latch"), 3, key, channel, latch, 0, 30000, owner, "PUBLISH", 16000)
 
 
-def acquire_in_thread(lock: redislock.Lock, result: list[bool]) -> threading.Thread:
-    t = threading.Thread(target=lambda: result.append(lock.acquire(timeout=10)))
+def acquire_in_thread(lock: redislock.Lock, result: list[Any], owners: list[str] | None = None) -> threading.Thread:
+    def run() -> None:
+        if owners is not None:
+            owners.append(lock.owner)
+        result.append(lock.acquire(timeout=10))
+
+    t = threading.Thread(target=run)
     t.start()
     return t
 
@@ -80,7 +85,8 @@ def test_redisson_holder_and_waiter(shared: Any, mode: str) -> None:
     lock = client.lock(key)
     assert lock.acquire(blocking=False) is False
     result: list[bool] = []
-    t = acquire_in_thread(lock, result)
+    owners: list[str] = []
+    t = acquire_in_thread(lock, result, owners)
     if mode == "module":
         assert wait_until(lambda: lock_info(r, key)["waiters"] == 1)
     else:
@@ -94,12 +100,12 @@ def test_redisson_holder_and_waiter(shared: Any, mode: str) -> None:
     pubsub = r.pubsub()
     pubsub.subscribe(f"redisson_lock__channel:{{{key}}}")
     assert pubsub.get_message(timeout=5)["type"] == "subscribe"  # type: ignore[index]
-    renew = r.eval(lua_script("renew-batch"), 1, key, 30000, f"{client.id}:{t.ident}")
+    renew = r.eval(lua_script("renew-batch"), 1, key, 30000, owners[0])
     assert renew == [1]  # Redisson's watchdog sees our hold in the same layout
     assert redisson_unlock(r, key) is None  # not Java's to unlock
     assert r.exists(key) == 1
     # the hold belongs to the waiter thread's owner id; release it as that owner
-    client.lock(key, owner=f"{client.id}:{t.ident}").release()
+    client.lock(key, owner=owners[0]).release()
     message = pubsub.get_message(timeout=5)
     assert message is not None and message["data"] == b"0"
     assert redisson_acquire(r, key) is None

@@ -6,9 +6,18 @@ it, Lua scripts and pub/sub on Redisson's data layout. See ``clients/python/READ
 
 from __future__ import annotations
 
-from ._errors import LockError, NotOwnedError, ReplicaSyncError
+from ._errors import LockError, LockTimeout, NotOwnedError, ReplicaSyncError
 from .client import Lock, LockClient, MultiLock, RedLock
 
 __version__ = "0.1.0"
 
-__all__ = ["Lock", "LockClient", "LockError", "MultiLock", "NotOwnedError", "RedLock", "ReplicaSyncError"]
+__all__ = [
+    "Lock",
+    "LockClient",
+    "LockError",
+    "LockTimeout",
+    "MultiLock",
+    "NotOwnedError",
+    "RedLock",
+    "ReplicaSyncError",
+]

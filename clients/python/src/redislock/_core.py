@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Union
 
 from . import _scripts
-from ._errors import NotOwnedError, ReplicaSyncError
+from ._errors import LockTimeout, NotOwnedError, ReplicaSyncError
 
 MODULE = "module"
 LUA = "lua"
@@ -31,6 +31,8 @@ IDLE_RECHECK = 5.0
 WAIT_MARGIN = 2.0
 
 Command = tuple[Any, ...]
+# "Not given": acquire() uses the lock's own timeout.
+DEFAULT: Any = object()
 
 
 def derived_name(prefix: str, name: str) -> str:
@@ -38,10 +40,44 @@ def derived_name(prefix: str, name: str) -> str:
     return f"{prefix}:{name}" if "{" in name else f"{prefix}:{{{name}}}"
 
 
+# The longest timeout or lease accepted (about 3 years): finite, fits the server's millisecond
+# deadlines and every socket timeout. Wait without limit with ``timeout=None``.
+MAX_SECONDS = 1e8
+
+
 def check_name(name: object) -> str:
+    """A lock name: a non-empty str, or bytes (the key of the same name decoded as UTF-8)."""
+    if isinstance(name, (bytes, bytearray, memoryview)):
+        try:
+            name = bytes(name).decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"a bytes lock name must be UTF-8, not {name!r}") from None
     if not isinstance(name, str) or not name:
-        raise ValueError(f"lock name must be a non-empty str, not {name!r}")
+        raise ValueError(f"lock name must be a non-empty str or bytes, not {name!r}")
     return name
+
+
+def hash_tag(key: str) -> str:
+    """The part of ``key`` a Redis Cluster hashes (its ``{...}`` tag when it has a valid one)."""
+    start = key.find("{")
+    if start >= 0:
+        end = key.find("}", start + 1)
+        if end > start + 1:
+            return key[start + 1 : end]
+    return key
+
+
+def check_cluster_name(name: str, fenced: bool) -> None:
+    """Lua mode on a cluster: the lock, its channel and token key must share a slot, or the
+    release script fails with CROSSSLOT (a lock that could be taken but never released)."""
+    tags = {hash_tag(name), hash_tag(derived_name(CHANNEL_PREFIX, name))}
+    if fenced:
+        tags.add(hash_tag(derived_name(TOKEN_PREFIX, name)))
+    if len(tags) > 1:
+        raise ValueError(
+            f"lock name {name!r} has braces without a valid hash tag: in a cluster its lock and its "
+            "release channel would be in different slots; use a name without braces or with a tag like 'a{b}'"
+        )
 
 
 def check_owner(owner: object) -> str | None:
@@ -61,8 +97,8 @@ def _number(value: object, what: str) -> float:
 def lease_ms(lease: object, what: str = "lease") -> int:
     """Seconds (> 0, finite) to whole milliseconds, at least 1."""
     seconds = _number(lease, what)
-    if seconds <= 0 or math.isinf(seconds):
-        raise ValueError(f"{what} must be a positive, finite number of seconds")
+    if seconds <= 0 or seconds > MAX_SECONDS:
+        raise ValueError(f"{what} must be a positive, finite number of seconds (at most {MAX_SECONDS:g})")
     return max(1, round(seconds * 1000))
 
 
@@ -72,9 +108,9 @@ def check_timeout(timeout: object, blocking: object = True) -> float | None:
     if not blocking:  # as threading.Lock.acquire
         raise ValueError("a non-blocking acquire takes no timeout")
     seconds = _number(timeout, "timeout")
-    if seconds < 0:
-        raise ValueError("timeout must not be negative (None waits without limit)")
-    return None if math.isinf(seconds) else seconds
+    if seconds < 0 or seconds > MAX_SECONDS:
+        raise ValueError(f"timeout must be between 0 and {MAX_SECONDS:g} seconds (None waits without limit)")
+    return seconds
 
 
 def check_replicas(sync_replicas: object, sync_timeout: object) -> tuple[int, int]:
@@ -210,6 +246,11 @@ class Target:
             return ("LOCK.RELEASE", self.key, owner, rearm_ms) if rearm_ms else ("LOCK.RELEASE", self.key, owner)
         return evalsha(_scripts.UNLOCK, [self.key, self.channel], [UNLOCK_MESSAGE, rearm_ms, owner, self.publish])
 
+    def renew(self, owner: str, lease: int) -> Command:
+        if self.mode == MODULE:
+            return ("LOCK.RENEW", self.key, owner, lease)
+        return evalsha(_scripts.RENEW, [self.key], [lease, owner])
+
     def force_release(self) -> Command:
         if self.mode == MODULE:
             return ("LOCK.FORCERELEASE", self.key)
@@ -226,6 +267,12 @@ def parse_acquire(reply: Any, fenced: bool) -> Acquired:
     if reply is None:
         return Acquired(True)
     return Acquired(False, None, int(reply))
+
+
+def parse_renew(reply: Any) -> bool:
+    raise_error(reply)
+    value = reply[0] if isinstance(reply, list) else reply
+    return int(value) == 1
 
 
 def parse_release(reply: Any) -> bool:
@@ -336,11 +383,30 @@ def wants_argument(callback: Callable[..., Any]) -> bool:
 
 
 class Hold:
-    """This client's holds of one lock by one owner."""
+    """This client's holds of one lock by one owner.
 
-    __slots__ = ("closing", "count", "key", "lock_ref", "lost", "on_lost", "owner", "token", "watch")
+    ``expires`` is the local deadline (``time.monotonic()``) of the lease: the time the last
+    successful acquire or renewal was sent, plus the lease. When it passes without a renewal,
+    the hold is lost whatever the server says (it may have expired there already).
+    """
 
-    def __init__(self, key: str, owner: str, watch: bool, token: int | None, on_lost: Any, lock: Any) -> None:
+    __slots__ = (
+        "closing",
+        "count",
+        "expires",
+        "key",
+        "lease",
+        "lock_ref",
+        "lost",
+        "on_lost",
+        "owner",
+        "token",
+        "watch",
+    )
+
+    def __init__(
+        self, key: str, owner: str, watch: bool, token: int | None, on_lost: Any, lock: Any, lease: float, sent: float
+    ) -> None:
         self.key = key
         self.owner = owner
         self.count = 1
@@ -349,15 +415,26 @@ class Hold:
         self.lost = False
         self.closing = False  # the last release is on its way: the watchdog leaves it alone
         self.on_lost = on_lost
-        self.lock_ref = weakref.ref(lock)
+        self.lock_ref = weakref.ref(lock) if lock is not None else None
+        self.lease = lease
+        self.expires = sent + lease
 
     def notify_lost(self) -> Any:
         """Call ``on_lost`` (with the lock if it takes an argument); return what it returned."""
         if self.on_lost is None:
             return None
         if wants_argument(self.on_lost):
-            return self.on_lost(self.lock_ref())
+            return self.on_lost(self.lock_ref() if self.lock_ref is not None else None)
         return self.on_lost()
+
+
+class Suspect(NamedTuple):
+    """A lock this client may hold more often than it believes (an acquire or release whose
+    reply was never read): the server's count for ``owner`` must come down to the book's."""
+
+    key: str
+    owner: str
+    until: float  # monotonic: after this, whatever the server granted has expired on its own
 
 
 class Registry:
@@ -366,22 +443,64 @@ class Registry:
     def __init__(self) -> None:
         self._mutex = threading.Lock()
         self._holds: dict[tuple[str, str], Hold] = {}
+        self._suspects: list[Suspect] = []
+        self._busy: dict[tuple[str, str], int] = {}
+
+    def begin(self, key: str, owner: str) -> None:
+        """An acquire of ``owner`` is on its way: clean-ups of that owner wait for it."""
+        with self._mutex:
+            self._busy[(key, owner)] = self._busy.get((key, owner), 0) + 1
+
+    def finish(self, key: str, owner: str) -> None:
+        with self._mutex:
+            left = self._busy.pop((key, owner), 1) - 1
+            if left > 0:
+                self._busy[(key, owner)] = left
+
+    def busy(self, key: str, owner: str) -> bool:
+        with self._mutex:
+            return (key, owner) in self._busy
+
+    def reset(self) -> None:
+        """After fork, in the child: hold nothing (the parent's holds are the parent's)."""
+        self._mutex = threading.Lock()
+        self._holds = {}
+        self._suspects = []
+        self._busy = {}
 
     def get(self, key: str, owner: str) -> Hold | None:
         with self._mutex:
             return self._holds.get((key, owner))
 
-    def acquired(self, key: str, owner: str, watch: bool, token: int | None, on_lost: Any, lock: Any) -> bool:
+    def count(self, key: str, owner: str) -> int:
+        """How many holds this client believes ``owner`` has (0 when none or lost)."""
+        with self._mutex:
+            hold = self._holds.get((key, owner))
+            return 0 if hold is None or hold.lost else hold.count
+
+    def acquired(
+        self,
+        key: str,
+        owner: str,
+        watch: bool,
+        token: int | None,
+        on_lost: Any,
+        lock: Any,
+        lease: float,
+        sent: float,
+    ) -> bool:
         """Record one more hold; return whether the watchdog must keep it."""
         with self._mutex:
             hold = self._holds.get((key, owner))
             if hold is None or hold.lost:
-                hold = self._holds[(key, owner)] = Hold(key, owner, watch, token, on_lost, lock)
+                hold = self._holds[(key, owner)] = Hold(key, owner, watch, token, on_lost, lock, lease, sent)
             else:
                 hold.count += 1
                 hold.watch = hold.watch or watch
                 hold.closing = False
-                if token is not None:
+                hold.lease = lease
+                hold.expires = sent + lease  # a reentrant acquire resets the lease
+                if hold.token is None:  # a reentrant acquire keeps the hold's token
                     hold.token = token
             return hold.watch
 
@@ -391,7 +510,7 @@ class Registry:
             hold = self._holds.get((key, owner))
             if hold is None:
                 return None
-            if hold.lost:
+            if hold.lost or (hold.watch and time.monotonic() >= hold.expires):
                 del self._holds[(key, owner)]
                 raise NotOwnedError("the lock was lost (expired or released by someone else)")
             if hold.count <= 1:
@@ -408,6 +527,18 @@ class Registry:
             else:
                 del self._holds[(hold.key, hold.owner)]
 
+    def set_count(self, key: str, owner: str, count: int) -> None:
+        """What the server says after an uncertain exchange: ``count`` holds (0: none)."""
+        with self._mutex:
+            hold = self._holds.get((key, owner))
+            if hold is None:
+                return
+            if count <= 0:
+                del self._holds[(key, owner)]
+            else:
+                hold.count = count
+                hold.closing = False
+
     def drop_key(self, key: str) -> None:
         with self._mutex:
             for k in [k for k in self._holds if k[0] == key]:
@@ -416,6 +547,21 @@ class Registry:
     def watched(self) -> list[Hold]:
         with self._mutex:
             return [h for h in self._holds.values() if h.watch and not h.closing and not h.lost]
+
+    def renewed(self, hold: Hold, sent: float) -> None:
+        with self._mutex:
+            if not hold.lost:
+                hold.expires = max(hold.expires, sent + hold.lease)
+
+    def expired(self, now: float) -> list[Hold]:
+        """Kept holds whose local deadline has passed (renewals failed for a whole lease)."""
+        with self._mutex:
+            return [h for h in self._holds.values() if h.watch and not h.closing and not h.lost and now >= h.expires]
+
+    def next_expiry(self) -> float | None:
+        with self._mutex:
+            times = [h.expires for h in self._holds.values() if h.watch and not h.closing and not h.lost]
+        return min(times) if times else None
 
     def lose(self, hold: Hold) -> bool:
         """Mark a hold lost if it is still current; True when its callback is due."""
@@ -426,6 +572,34 @@ class Registry:
             hold.watch = False
             return True
 
+    def suspect(self, item: Suspect) -> None:
+        with self._mutex:
+            self._suspects.append(item)
+
+    def take_suspects(self) -> list[Suspect]:
+        with self._mutex:
+            items, self._suspects = self._suspects, []
+        now = time.monotonic()
+        return [s for s in items if s.until > now]
+
+    def has_suspects(self) -> bool:
+        with self._mutex:
+            return bool(self._suspects)
+
+
+def reconcile_commands(target: Target, owner: str, excess: int) -> list[Command]:
+    """Releases that bring ``owner``'s count down by ``excess`` (keeping the TTL)."""
+    return [target.release(owner) for _ in range(max(0, excess))]
+
+
+def check_client_default(timeout: object) -> float | None:
+    """The ``timeout=`` of ``locks.lock(...)``: the default wait of acquire() and ``with lock:``."""
+    return check_timeout(timeout)
+
+
+def timed_out(name: str, timeout: float | None) -> LockTimeout:
+    return LockTimeout(f"could not acquire {name!r} within {timeout} s")
+
 
 def quorum(count: int, majority: bool) -> int:
     return count // 2 + 1 if majority else count
@@ -434,6 +608,11 @@ def quorum(count: int, majority: bool) -> int:
 def redlock_validity(lease_s: float, elapsed_s: float) -> float:
     """Redlock: what is left of the lease after the acquire, less the clock drift allowance."""
     return lease_s - elapsed_s - (0.01 * lease_s + 0.002)
+
+
+# How long after its own wait a component of a MultiLock / RedLock attempt may still answer
+# before the attempt is decided without it (a hung or slow server).
+COMPONENT_GRACE = 0.2
 
 
 def attempt_wait(remaining: float | None, count: int, majority: bool) -> float:

@@ -20,6 +20,10 @@ class NotOwnedError(LockError, redis.exceptions.LockNotOwnedError):
     """
 
 
+class LockTimeout(LockError):
+    """``with lock:`` (or ``async with``) could not acquire within the lock's ``timeout``."""
+
+
 class ReplicaSyncError(LockError):
     """Fewer replicas than ``sync_replicas`` acknowledged the acquire within ``sync_timeout``.
 

@@ -2,34 +2,43 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
+import os
 import random
 import threading
 import time
 import uuid
 import weakref
 from collections.abc import Generator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
+from redis import Redis
+from redis.cluster import RedisCluster
 from redis.crc import key_slot
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ._compat import cluster_node_pool, get_connection, own_client, refresh_slots, wait_readable
 from ._core import (
+    COMPONENT_GRACE,
+    DEFAULT,
     LUA,
     MODULE,
     Acquired,
     AcquirePlan,
     Command,
+    Hold,
     Listen,
     Registry,
     Request,
     Run,
+    Suspect,
     Target,
     acquire_flow,
     attempt_wait,
+    check_cluster_name,
     check_mode,
     check_name,
     check_owner,
@@ -41,11 +50,14 @@ from ._core import (
     load_script_commands,
     module_loaded,
     parse_release,
+    parse_renew,
     quorum,
     raise_error,
+    reconcile_commands,
     redlock_validity,
     renew_commands,
     renew_results,
+    timed_out,
     uses_scripts,
 )
 from ._errors import NotOwnedError
@@ -69,64 +81,106 @@ def _one_slot(key: str) -> int:
     return 0  # outside a cluster one script renews every key
 
 
-def _get_connection(pool: Any) -> Any:
-    try:
-        return pool.get_connection()
-    except TypeError:  # redis-py < 5.3 wants a command name
-        return pool.get_connection("_")
+# Default owner ids: a number per thread from one process-wide counter (thread idents are reused).
+_numbers = itertools.count(1)
+_thread = threading.local()
 
 
-def _execute(client: Any, commands: list[Command], extra: float) -> list[Any]:
+def _thread_number() -> int:
+    number: int | None = getattr(_thread, "number", None)
+    if number is None:
+        number = _thread.number = next(_numbers)
+    return number
+
+
+def _io_timeout(lease_ms: int) -> float:
+    """Socket timeout of the client's own connections (watchdog, clean-up): half a renewal
+    interval, between 0.1 and 2 s, so a hung server cannot hold a renewal past the next one."""
+    return min(2.0, max(0.1, lease_ms / 6000))
+
+
+def _wait_reply(conn: Any, until: float | None) -> None:
+    while True:
+        left = None if until is None else until - time.monotonic()
+        if left is not None and left <= 0:
+            raise RedisTimeoutError("no reply in time")
+        if wait_readable(conn, 60.0 if left is None else min(left, 60.0)):
+            return
+
+
+def _execute(client: Any, commands: list[Command], extra: float = 0.0, deadline: float | None = None) -> list[Any]:
     """Send ``commands`` pipelined on one pooled connection and read every reply.
 
     Error replies are returned in place (not raised), so the stream stays in step. ``extra``
-    lengthens the read timeout beyond the connection's socket timeout (``math.inf``: no limit).
-    An exception while reading (timeout, interrupt) drops the connection, and with it any
-    server-side wait.
+    lengthens the wait for each reply beyond the connection's socket timeout (``math.inf``: no
+    limit); ``deadline`` (monotonic) ends it. Any exception or interrupt between sending and
+    reading the last reply disconnects the connection before it goes back to the pool, so no
+    reply is ever left for the application to read (and a server-side wait ends with it).
     """
     pool = client.connection_pool
-    conn = _get_connection(pool)
+    conn = get_connection(pool)
+    in_step = False
     try:
         conn.send_packed_command(conn.pack_commands(commands))
-        base = conn.socket_timeout
-        if extra and conn._sock is not None:
-            conn._sock.settimeout(None if base is None or math.isinf(extra) else base + extra)
+        until: float | None = None
+        poll = False
+        if extra or deadline is not None:
+            base = conn.socket_timeout
+            until = None if base is None or math.isinf(extra) else time.monotonic() + base + extra
+            if deadline is not None:
+                until = deadline if until is None else min(until, deadline)
+            # A socket without timeout already waits as long as it takes: read directly.
+            poll = until is not None or base is not None
         replies: list[Any] = []
-        try:
-            for _ in commands:
-                try:
-                    replies.append(conn.read_response())
-                except ResponseError as error:
-                    replies.append(error)
-        finally:
-            if extra and conn._sock is not None:
-                conn._sock.settimeout(base)
+        for _ in commands:
+            if poll:
+                _wait_reply(conn, until)
+            try:
+                replies.append(conn.read_response())
+            except ResponseError as error:
+                replies.append(error)
+        in_step = True
         return replies
     finally:
+        if not in_step:
+            conn.disconnect()
         pool.release(conn)
 
 
 class _Watchdog:
-    """One daemon thread per client: calls ``tick`` every ``period`` seconds until stopped."""
+    """One daemon thread per client: calls ``tick`` until stopped; ``tick`` says when next."""
 
-    def __init__(self, tick: Callable[[], None], period: float) -> None:
+    def __init__(self, tick: Callable[[], float]) -> None:
         self._tick = tick
-        self._period = period
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="redislock-watchdog", daemon=True)
         self.thread.start()
 
     def _loop(self) -> None:
-        while not self._stop.wait(self._period):
+        pause = 0.0
+        while not self._stop.wait(pause):
             try:
-                self._tick()
+                pause = self._tick()
             except Exception:  # a renewal error is retried on the next tick
                 log.warning("lock renewal failed; retrying next tick", exc_info=True)
+                pause = 0.1
 
-    def stop(self) -> None:
+    def stop(self, wait: float) -> None:
         self._stop.set()
         if self.thread is not threading.current_thread():
-            self.thread.join(timeout=10)
+            self.thread.join(timeout=wait)
+
+
+_engines: weakref.WeakSet[_Engine] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for engine in list(_engines):
+        engine.forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _Engine:
@@ -137,12 +191,26 @@ class _Engine:
         self.redis = redis
         self.cluster = _is_cluster(redis)
         self.lease_ms = lease
+        self.io_timeout = _io_timeout(lease)
+        self.id = str(uuid.uuid4())
         self.registry = Registry()
         self._mode: str | None = None if mode == "auto" else mode
         self._mutex = threading.Lock()
         self._watchdog: _Watchdog | None = None
+        self._own: dict[str, Any] = {}
         self._scripts_loaded: set[int] = set()
         self.closed = False
+        _engines.add(self)
+
+    def forked(self) -> None:
+        """In a forked child: a new client id, no holds, no watchdog (a new one starts with the
+        first kept hold), no connections of the parent's."""
+        self.id = str(uuid.uuid4())
+        self.registry.reset()
+        self._mutex = threading.Lock()
+        self._watchdog = None
+        self._own = {}
+        self._scripts_loaded = set()
 
     # -- routing --------------------------------------------------------------------------
     def node(self, key: str | None) -> Any:
@@ -152,44 +220,59 @@ class _Engine:
         node = self.redis.get_node_from_key(key) if key is not None else self.redis.get_default_node()
         return self.redis.get_redis_connection(node)
 
-    def mode(self, key: str | None = None) -> str:
+    def own(self, key: str) -> Any:
+        """This client's own connection pool to the node of ``key`` (bounded timeouts, never
+        the application's pool): the watchdog and clean-ups use it."""
+        pool = cluster_node_pool(self.redis, key) if self.cluster else self.redis.connection_pool
+        kwargs = pool.connection_kwargs
+        name = f"{kwargs.get('host')}:{kwargs.get('port')}:{kwargs.get('path')}"
+        with self._mutex:
+            client = self._own.get(name)
+            if client is None:
+                client = self._own[name] = own_client(pool, self.io_timeout)
+            return client
+
+    def mode(self, key: str | None = None, deadline: float | None = None) -> str:
         if self._mode is None:
-            reply = _execute(self.node(key), [("COMMAND", "INFO", "lock.acquire")], 0.0)[0]
-            with self._mutex:
-                self._mode = MODULE if module_loaded(raise_error(reply)) else LUA
+            reply = _execute(self.node(key), [("COMMAND", "INFO", "lock.acquire")], 0.0, deadline)[0]
+            self._mode = MODULE if module_loaded(raise_error(reply)) else LUA
         return self._mode
 
-    def target(self, key: str) -> Target:
-        return Target(self.mode(key), key, self.cluster)
+    def target(self, key: str, deadline: float | None = None) -> Target:
+        return Target(self.mode(key, deadline), key, self.cluster)
 
-    def run(self, key: str, commands: list[Command], extra: float = 0.0) -> list[Any]:
+    def run(self, key: str, commands: list[Command], extra: float = 0.0, deadline: float | None = None) -> list[Any]:
         """Run pipelined commands on the node of ``key``; load our scripts on NOSCRIPT and follow
         the cluster's slot changes (MOVED, ASK, TRYAGAIN) by asking for the slots again."""
         for attempt in range(MAX_REDIRECTS):
-            replies = self.run_on(self.node(key), commands, extra)
+            replies = self.run_on(self.node(key), commands, extra, deadline)
             if not (self.cluster and any(is_redirect(r) for r in replies)) or attempt == MAX_REDIRECTS - 1:
                 return replies
-            self.redis.nodes_manager.initialize()
+            refresh_slots(self.redis)
             time.sleep(0.01 * attempt)
         raise AssertionError("unreachable")
 
-    def run_on(self, client: Any, commands: list[Command], extra: float = 0.0) -> list[Any]:
+    def run_on(
+        self, client: Any, commands: list[Command], extra: float = 0.0, deadline: float | None = None
+    ) -> list[Any]:
         if id(client) not in self._scripts_loaded and uses_scripts(commands):
             # Loaded up front, so a first EVALSHA never fails after a pipelined WAIT ran.
-            _execute(client, load_script_commands(), 0.0)
+            _execute(client, load_script_commands(), 0.0, deadline)
             self._scripts_loaded.add(id(client))
-        replies = _execute(client, commands, extra)
+        replies = _execute(client, commands, extra, deadline)
         if any(is_noscript(r) for r in replies):  # SCRIPT FLUSH, restart, failover
-            _execute(client, load_script_commands(), 0.0)
-            replies = _execute(client, commands, extra)
+            _execute(client, load_script_commands(), 0.0, deadline)
+            replies = _execute(client, commands, extra, deadline)
         return replies
 
     def call(self, key: str, *command: Any) -> Any:
         return raise_error(self.run(key, [command])[0])
 
     # -- the acquire algorithm's requests -------------------------------------------------
-    def drive(self, flow: Generator[Request, Any, Acquired]) -> Acquired:
+    def drive(self, flow: Generator[Request, Any, Acquired], deadline: float | None = None) -> tuple[Acquired, float]:
+        """Run the acquire flow; return its outcome and when its last command was sent."""
         pubsub: Any = None
+        sent = time.monotonic()
         try:
             reply: Any = None
             while True:
@@ -197,20 +280,24 @@ class _Engine:
                     request = flow.send(reply)
                 except StopIteration as done:
                     result: Acquired = done.value
-                    return result
+                    return result, sent
                 if isinstance(request, Run):
-                    reply = self.run(request.key, request.commands, request.extra)
+                    sent = time.monotonic()
+                    reply = self.run(request.key, request.commands, request.extra, deadline)
                 elif isinstance(request, Listen):
-                    pubsub = self._subscribe(request)
+                    pubsub = self._subscribe(request, deadline)
                     reply = None
                 else:
-                    reply = self._next_message(pubsub, request.seconds)
+                    seconds = request.seconds
+                    if deadline is not None:
+                        seconds = min(seconds, max(0.0, deadline - time.monotonic()))
+                    reply = self._next_message(pubsub, seconds)
         finally:
             flow.close()
             if pubsub is not None:
                 pubsub.close()
 
-    def _subscribe(self, request: Listen) -> Any:
+    def _subscribe(self, request: Listen, deadline: float | None) -> Any:
         pubsub = self.node(request.key).pubsub()
         try:
             if self.cluster and hasattr(pubsub, "ssubscribe"):
@@ -219,8 +306,10 @@ class _Engine:
                 pubsub.execute_command("SSUBSCRIBE", request.channel)
             else:
                 pubsub.subscribe(request.channel)
-            deadline = time.monotonic() + SUBSCRIBE_TIMEOUT
-            while (left := deadline - time.monotonic()) > 0:
+            until = time.monotonic() + SUBSCRIBE_TIMEOUT
+            if deadline is not None:
+                until = min(until, deadline)
+            while (left := until - time.monotonic()) > 0:
                 message = pubsub.get_message(timeout=left)
                 if message is not None and message["type"] in ("subscribe", "ssubscribe"):
                     return pubsub
@@ -238,44 +327,131 @@ class _Engine:
                 return True
         return False
 
+    # -- what an interrupted exchange may have left ---------------------------------------
+    def reconcile(self, suspect: Suspect) -> bool:
+        """Bring the server's count for the owner down to what the book holds, and the book
+        down to what the server holds. False when it must wait (an acquire of that owner is on
+        its way)."""
+        if self._mode is None:
+            return True
+        key, owner = suspect.key, suspect.owner
+        if self.registry.busy(key, owner):
+            return False
+        own = self.own(key)
+        count = raise_error(self.run_on(own, [("HGET", key, owner)])[0])
+        count = 0 if count is None else int(count)
+        keep = self.registry.count(key, owner)
+        if count > keep:
+            target = Target(self._mode, key, self.cluster)
+            for reply in self.run_on(own, reconcile_commands(target, owner, count - keep)):
+                if reply is None:
+                    break
+                raise_error(reply)
+        self.registry.set_count(key, owner, min(count, keep))
+        return True
+
+    def settle(self, key: str, owner: str, lease_s: float) -> None:
+        """After an acquire or release whose replies were not all read: release what the
+        server granted beyond what the book holds. When the server cannot be asked now, the
+        watchdog retries until the lease has run out (then the grant has expired anyway)."""
+        suspect = Suspect(key, owner, time.monotonic() + lease_s + 1.0)
+        try:
+            done = self.reconcile(suspect)
+        except BaseException:
+            done = False
+            raise
+        finally:
+            if not done:
+                self.registry.suspect(suspect)
+                self.ensure_watchdog()
+
+    def settle_quietly(self, key: str, owner: str, lease_s: float) -> None:
+        try:
+            self.settle(key, owner, lease_s)
+        except Exception as error:
+            log.info("could not check %r after an interrupted call now (%r); the watchdog retries", key, error)
+
     # -- watchdog -------------------------------------------------------------------------
     def ensure_watchdog(self) -> None:
+        watchdog = self._watchdog
+        if watchdog is not None and watchdog.thread.is_alive():
+            return
         with self._mutex:
-            if self._watchdog is None and not self.closed:
-                self._watchdog = _Watchdog(self.renew, self.lease_ms / 3000)
+            if (self._watchdog is None or not self._watchdog.thread.is_alive()) and not self.closed:
+                self._watchdog = _Watchdog(self.tick)
+
+    def tick(self) -> float:
+        """One watchdog round: renew, declare the holds past their local deadline lost, clean
+        up after interrupted calls. Returns the pause until the next round."""
+        period = self.lease_ms / 3000
+        started = time.monotonic()
+        self.renew()
+        self.expire()
+        for suspect in self.registry.take_suspects():
+            try:
+                done = self.reconcile(suspect)
+            except Exception:
+                done = False
+            if not done:
+                self.registry.suspect(suspect)
+        pause = period - (time.monotonic() - started)
+        nearest = self.registry.next_expiry()
+        if nearest is not None:
+            pause = min(pause, nearest - time.monotonic())
+        if self.registry.has_suspects():
+            pause = min(pause, 0.2)
+        return max(0.005, pause)
 
     def renew(self) -> None:
-        """One watchdog tick: renew every kept hold, one pipeline per node."""
+        """Renew every kept hold, one pipeline per node, over this client's own connections."""
         holds = self.registry.watched()
-        if not holds:
+        if not holds or self._mode is None:
             return
         by_node: dict[int, tuple[Any, list[Any]]] = {}
         for hold in holds:
-            client = self.node(hold.key)
+            client = self.own(hold.key)
             by_node.setdefault(id(client), (client, []))[1].append(hold)
         for client, group in by_node.values():
-            batch = renew_commands(self.mode(group[0].key), group, self.lease_ms, _slot if self.cluster else _one_slot)
+            batch = renew_commands(self._mode, group, self.lease_ms, _slot if self.cluster else _one_slot)
+            sent = time.monotonic()
             try:
                 replies = self.run_on(client, [command for command, _ in batch])
             except Exception:
                 log.warning("lock renewal failed; retrying next tick", exc_info=True)
                 continue
             if self.cluster and any(is_redirect(r) for r in replies):
-                self.redis.nodes_manager.initialize()
+                refresh_slots(self.redis)
             for reply, (_, members) in zip(replies, batch):
                 for hold, renewed in renew_results(reply, members):
-                    if renewed is False and self.registry.lose(hold):
-                        try:
-                            hold.notify_lost()
-                        except Exception:
-                            log.exception("on_lost callback failed")
+                    if renewed:
+                        self.registry.renewed(hold, sent)
+                    elif renewed is False and self.registry.lose(hold):
+                        self.notify(hold)
+
+    def expire(self) -> None:
+        for hold in self.registry.expired(time.monotonic()):
+            if self.registry.lose(hold):
+                log.warning("lock %r lost: no renewal succeeded for a whole lease", hold.key)
+                self.notify(hold)
+
+    @staticmethod
+    def notify(hold: Hold) -> None:
+        try:
+            hold.notify_lost()
+        except Exception:
+            log.exception("on_lost callback failed")
 
     def close(self) -> None:
         with self._mutex:
             self.closed = True
             watchdog, self._watchdog = self._watchdog, None
+            own, self._own = list(self._own.values()), {}
         if watchdog is not None:
-            watchdog.stop()
+            watchdog._stop.set()
+        for client in own:  # wakes a renewal blocked on a hung server
+            client.connection_pool.disconnect()
+        if watchdog is not None:
+            watchdog.stop(1.5)
 
 
 class LockClient:
@@ -288,11 +464,20 @@ class LockClient:
     """
 
     def __init__(self, redis: Any, lease: float = 30.0, mode: str = "auto") -> None:
+        if not isinstance(redis, (Redis, RedisCluster)):
+            raise TypeError(
+                f"LockClient needs a redis.Redis or redis.cluster.RedisCluster, not {type(redis).__name__}"
+                " (use redislock.asyncio.LockClient for redis.asyncio clients)"
+            )
         self._engine = _Engine(redis, check_mode(mode), lease_ms(lease))
         self.redis = redis
         self.lease = float(lease)
-        self.id = str(uuid.uuid4())
         self._finalizer = weakref.finalize(self, self._engine.close)
+
+    @property
+    def id(self) -> str:
+        """This client's UUID (Redisson's client id); a forked child gets a new one."""
+        return self._engine.id
 
     @property
     def mode(self) -> str:
@@ -301,18 +486,21 @@ class LockClient:
 
     def lock(
         self,
-        name: str,
+        name: str | bytes,
         owner: str | None = None,
         fenced: bool = False,
         sync_replicas: int = 0,
         sync_timeout: float = 1.0,
         on_lost: OnLost | None = None,
+        timeout: float | None = None,
     ) -> Lock:
-        """A lock object for ``name`` (nothing is sent until it is used)."""
-        return Lock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost)
+        """A lock object for ``name`` (nothing is sent until it is used). ``timeout`` is the
+        default wait of ``acquire()`` and of ``with lock:`` (None: as long as it takes)."""
+        return Lock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost, timeout)
 
     def close(self) -> None:
-        """Stop the watchdog thread (held locks are no longer renewed). Idempotent."""
+        """Stop the watchdog thread (held locks are no longer renewed). Idempotent; returns
+        within 2 s even when a server hangs."""
         self._finalizer()
 
     def __enter__(self) -> LockClient:
@@ -328,22 +516,24 @@ class LockClient:
 class Lock:
     """A reentrant distributed lock: Redisson's RLock, with a redis-py ``Lock``'s manners.
 
-    The owner is ``<client id>:<thread id>`` at each call unless pinned with ``owner=``.
+    The owner is ``<client id>:<thread number>`` at each call unless pinned with ``owner=``.
     """
 
     def __init__(
         self,
         client: LockClient,
-        name: str,
+        name: str | bytes,
         owner: str | None = None,
         fenced: bool = False,
         sync_replicas: int = 0,
         sync_timeout: float = 1.0,
         on_lost: OnLost | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.name = check_name(name)
         self._pinned = check_owner(owner)
         self._replicas, self._sync_ms = check_replicas(sync_replicas, sync_timeout)
+        self.timeout = check_timeout(timeout)
         self.client = client
         self.fenced = bool(fenced)
         self.on_lost = on_lost
@@ -351,33 +541,58 @@ class Lock:
     @property
     def owner(self) -> str:
         """The owner id of the calling thread (or the pinned one)."""
-        return self._pinned or f"{self.client.id}:{threading.get_ident()}"
+        return self._pinned or f"{self.client.id}:{_thread_number()}"
 
     @property
     def _engine(self) -> _Engine:
         return self.client._engine
 
-    def acquire(self, blocking: bool = True, timeout: float | None = None, lease: float | None = None) -> bool:
+    def acquire(self, blocking: bool = True, timeout: Any = DEFAULT, lease: float | None = None) -> bool:
         """Take the lock; True when held, False when ``timeout`` (seconds) ran out.
 
-        ``blocking=False``: one attempt. ``lease=None``: ``client.lease``, renewed by the watchdog
-        until released; ``lease=s``: a fixed lease, no renewal. Reentrant acquires add a hold.
+        ``blocking=False``: one attempt. ``timeout``: by default the lock's ``timeout``.
+        ``lease=None``: ``client.lease``, renewed by the watchdog until released; ``lease=s``: a
+        fixed lease, no renewal. Reentrant acquires add a hold (and keep its fencing token).
         """
-        check_timeout(timeout, blocking)
-        return self._acquire_as(self.owner, blocking, timeout, lease)
+        if timeout is DEFAULT:
+            timeout = self.timeout if blocking else None
+        wait = check_timeout(timeout, blocking)
+        if lease is not None:
+            lease_ms(lease)
+        return self._acquire_as(self.owner, blocking, wait, lease)
 
-    def _acquire_as(self, owner: str, blocking: bool, timeout: float | None, lease: float | None) -> bool:
-        wait = check_timeout(timeout)
+    def _acquire_as(
+        self, owner: str, blocking: bool, wait: float | None, lease: float | None, deadline: float | None = None
+    ) -> bool:
         engine = self._engine
         hold_ms = engine.lease_ms if lease is None else lease_ms(lease)
         if engine.closed:
             raise RuntimeError("the LockClient is closed")
-        plan = AcquirePlan(
-            engine.target(self.name), owner, hold_ms, self.fenced, self._replicas, self._sync_ms, bool(blocking), wait
-        )
-        got = engine.drive(acquire_flow(plan))
-        if got.acquired and engine.registry.acquired(self.name, owner, lease is None, got.token, self.on_lost, self):
-            engine.ensure_watchdog()
+        target = engine.target(self.name, deadline)
+        if engine.cluster and target.mode == LUA:
+            check_cluster_name(self.name, self.fenced)
+        plan = AcquirePlan(target, owner, hold_ms, self.fenced, self._replicas, self._sync_ms, bool(blocking), wait)
+        waits = target.mode == MODULE and bool(blocking) and wait != 0
+        recorded = False
+        engine.registry.begin(self.name, owner)
+        try:
+            got, sent = engine.drive(acquire_flow(plan), deadline)
+            if got.acquired:
+                # A granted WAIT started its lease when the reply left the server.
+                start = time.monotonic() if waits else sent
+                if engine.registry.acquired(
+                    self.name, owner, lease is None, got.token, self.on_lost, self, hold_ms / 1000, start
+                ):
+                    engine.ensure_watchdog()
+            recorded = True
+        except BaseException:
+            engine.registry.finish(self.name, owner)
+            if not recorded:
+                # Sent, but the reply was not read (or not recorded): the server may have granted
+                # the lock. Release what it granted beyond what the book holds.
+                engine.settle_quietly(self.name, owner, hold_ms / 1000)
+            raise
+        engine.registry.finish(self.name, owner)
         return got.acquired
 
     def release(self) -> None:
@@ -389,21 +604,51 @@ class Lock:
         hold = engine.registry.begin_release(self.name, owner)
         rearm = engine.lease_ms if hold is not None and hold.watch else 0
         still_held = hold is not None and not hold.closing
+        done = False
         try:
             still_held = not parse_release(engine.run(self.name, [engine.target(self.name).release(owner, rearm)])[0])
+            done = True
         except NotOwnedError:
             still_held = False
+            done = True
             raise
         finally:
-            engine.registry.end_release(hold, still_held)
+            if done or hold is None:
+                engine.registry.end_release(hold, still_held)
+            else:
+                engine.registry.end_release(hold, hold.count > 1)
+                # The release may or may not have run: make the server hold one less than before.
+                engine.settle_quietly(self.name, owner, engine.lease_ms / 1000)
+
+    def extend(self, lease: float) -> None:
+        """Set the remaining lease of this owner's hold to ``lease`` seconds (NotOwnedError if
+        it does not hold the lock). Meant for fixed-lease holds; kept holds stay renewed."""
+        ms = lease_ms(lease)
+        engine = self._engine
+        owner = self.owner
+        sent = time.monotonic()
+        if not parse_renew(engine.run(self.name, [engine.target(self.name).renew(owner, ms)])[0]):
+            hold = engine.registry.get(self.name, owner)
+            if hold is not None:
+                engine.registry.lose(hold)
+            raise NotOwnedError("the lock is not held by this owner")
+        hold = engine.registry.get(self.name, owner)
+        if hold is not None and not hold.watch:
+            hold.lease = ms / 1000
+            hold.expires = sent + hold.lease
 
     def locked(self) -> bool:
         """Whether anyone holds the lock (EXISTS)."""
         return bool(self._engine.call(self.name, "EXISTS", self.name))
 
     def owned(self) -> bool:
-        """Whether this owner holds the lock (HEXISTS)."""
-        return bool(self._engine.call(self.name, "HEXISTS", self.name, self.owner))
+        """Whether this owner holds the lock (HEXISTS). False without asking the server when the
+        watchdog declared the hold lost or its lease ran out locally."""
+        owner = self.owner
+        hold = self._engine.registry.get(self.name, owner)
+        if hold is not None and (hold.lost or time.monotonic() >= hold.expires):
+            return False
+        return bool(self._engine.call(self.name, "HEXISTS", self.name, owner))
 
     def hold_count(self) -> int:
         """This owner's hold count, 0 if it holds none (HGET)."""
@@ -430,7 +675,8 @@ class Lock:
         return hold.token if hold is not None and not hold.lost else None
 
     def __enter__(self) -> Lock:
-        self.acquire()
+        if not self.acquire():
+            raise timed_out(self.name, self.timeout)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -440,11 +686,39 @@ class Lock:
         return f"<redislock.Lock name={self.name!r}>"
 
 
+class _Attempt:
+    """One parallel attempt of a MultiLock: component outcomes as they come, and after the
+    decision, components that answer late give back what they took."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.outcomes: dict[int, Any] = {}
+        self.decided = False
+
+    def run(
+        self, i: int, lock: Lock, owner: str, blocking: bool, each: float, lease: float | None, until: float
+    ) -> None:
+        outcome: Any
+        try:
+            outcome = lock._acquire_as(owner, blocking, each, lease, until)
+        except Exception as error:
+            log.info("a component lock failed: %r", error)
+            outcome = error
+        with self.cond:
+            if not self.decided:
+                self.outcomes[i] = outcome
+                self.cond.notify_all()
+                return
+        if outcome is True:  # too late for the decision
+            _release_quietly(lock, owner)
+
+
 class MultiLock:
     """Several locks (normally on independent servers) taken together: every one, or none.
 
-    The components are tried in parallel; on failure every component taken in the attempt is
-    given back before retrying or returning False.
+    The components are tried in parallel, each with the time left; the attempt is decided as
+    soon as its outcome is known (a hung server does not hold it up). On failure or interrupt
+    every component taken in the attempt is given back.
     """
 
     _majority = False
@@ -465,32 +739,77 @@ class MultiLock:
         lease_s = self.locks[0].client.lease if lease is None else lease_ms(lease) / 1000
         owners = self._owners()
         count = len(self.locks)
+        need = quorum(count, self._majority)
         deadline = None if wait is None else time.monotonic() + wait
-        with ThreadPoolExecutor(max_workers=count, thread_name_prefix="redislock-multi") as pool:
-            while True:
-                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-                each = attempt_wait(remaining, count, self._majority) if blocking else 0.0
-                started = time.monotonic()
-                futures = [
-                    pool.submit(lock._acquire_as, owner, each > 0, each, lease)
-                    for lock, owner in zip(self.locks, owners)
-                ]
-                outcomes = [_outcome(f) for f in futures]
-                taken = [i for i, ok in enumerate(outcomes) if ok is True]
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            each = attempt_wait(remaining, count, self._majority) if blocking else 0.0
+            started = time.monotonic()
+            until = started + each + COMPONENT_GRACE
+            if deadline is not None:
+                until = min(until, deadline + COMPONENT_GRACE)
+            taken = self._attempt(owners, each, lease, until, need)
+            if taken is not None:
                 validity = redlock_validity(lease_s, time.monotonic() - started)
-                if len(taken) >= quorum(count, self._majority) and (not self._majority or validity > 0):
+                if not self._majority or validity > 0:
                     with self._mutex:
                         self._held.setdefault(owners, []).append(taken)
                     self.validity = validity if self._majority else None
                     return True
-                # Give back what this attempt took (and what a timed-out call may have taken).
-                unsure = [i for i, ok in enumerate(outcomes) if isinstance(ok, RedisTimeoutError)]
-                list(pool.map(lambda i: _release_quietly(self.locks[i], owners[i]), taken + unsure))
-                left = None if deadline is None else deadline - time.monotonic()
-                if not blocking or (left is not None and left <= 0):
-                    return False
-                pause = random.uniform(0.005, 0.05)
-                time.sleep(pause if left is None else min(pause, left))
+                self._give_back(taken, owners)
+            left = None if deadline is None else deadline - time.monotonic()
+            if not blocking or (left is not None and left <= 0):
+                return False
+            pause = random.uniform(0.005, 0.05)
+            time.sleep(pause if left is None else min(pause, left))
+
+    def _attempt(
+        self, owners: tuple[str, ...], each: float, lease: float | None, until: float, need: int
+    ) -> list[int] | None:
+        """Components taken when at least ``need`` were, else None (and nothing is held)."""
+        attempt = _Attempt()
+        count = len(self.locks)
+        for i, (lock, owner) in enumerate(zip(self.locks, owners)):
+            worker = threading.Thread(
+                target=attempt.run,
+                args=(i, lock, owner, each > 0, each, lease, until),
+                name="redislock-multi",
+                daemon=True,
+            )
+            worker.start()
+        taken: list[int] = []
+        success = False
+        try:
+            with attempt.cond:
+                while True:
+                    taken = sorted(i for i, ok in attempt.outcomes.items() if ok is True)
+                    failed = len(attempt.outcomes) - len(taken)
+                    left = until - time.monotonic()
+                    if len(taken) >= need:
+                        success = True
+                        break
+                    if failed > count - need or left <= 0:
+                        break
+                    attempt.cond.wait(left)
+                attempt.decided = True
+        finally:
+            if not success:
+                # Failure, or an interrupt (KeyboardInterrupt) while waiting: give back every
+                # component taken so far; late ones give themselves back.
+                with attempt.cond:
+                    attempt.decided = True
+                    taken = sorted(i for i, ok in attempt.outcomes.items() if ok is True)
+                self._give_back(taken, owners)
+        return taken if success else None
+
+    def _give_back(self, taken: list[int], owners: tuple[str, ...]) -> None:
+        workers = [
+            threading.Thread(target=_release_quietly, args=(self.locks[i], owners[i]), daemon=True) for i in taken
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=5.0)
 
     def release(self) -> None:
         """Release every component taken; continue past errors and raise the first after the last."""
@@ -529,14 +848,6 @@ class RedLock(MultiLock):
     holds that time after a successful acquire."""
 
     _majority = True
-
-
-def _outcome(future: Future[bool]) -> Any:
-    error = future.exception()
-    if error is not None:
-        log.info("a component lock failed: %r", error)
-        return error
-    return future.result()
 
 
 def _release_quietly(lock: Lock, owner: str) -> None:

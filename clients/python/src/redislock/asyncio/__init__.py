@@ -11,31 +11,48 @@ import inspect
 import itertools
 import logging
 import math
+import os
 import random
 import time
 import uuid
 import weakref
-from collections.abc import Generator, Sequence
+from collections.abc import Coroutine, Generator, Sequence
 from typing import Any, Callable
 
 import redis
 import redis.asyncio
+from redis.asyncio import Redis as AsyncRedis
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from .._compat import (
+    cluster_node_params_async,
+    get_connection_async,
+    own_client_async,
+    pool_params,
+    refresh_slots,
+    startup_node_params_async,
+    sync_twin,
+)
 from .._core import (
+    COMPONENT_GRACE,
+    DEFAULT,
     LUA,
     MODULE,
     Acquired,
     AcquirePlan,
     Command,
+    Hold,
     Listen,
     Registry,
     Request,
     Run,
+    Suspect,
     Target,
     acquire_flow,
     attempt_wait,
+    check_cluster_name,
     check_mode,
     check_name,
     check_owner,
@@ -47,22 +64,24 @@ from .._core import (
     load_script_commands,
     module_loaded,
     parse_release,
+    parse_renew,
     quorum,
     raise_error,
+    reconcile_commands,
     redlock_validity,
     renew_commands,
     renew_results,
+    timed_out,
     uses_scripts,
 )
-from .._errors import LockError, NotOwnedError, ReplicaSyncError
-from ..client import MAX_REDIRECTS, SUBSCRIBE_TIMEOUT, _is_cluster, _one_slot, _slot
+from .._errors import LockError, LockTimeout, NotOwnedError, ReplicaSyncError
+from ..client import MAX_REDIRECTS, SUBSCRIBE_TIMEOUT, _io_timeout, _is_cluster, _one_slot, _slot
 from ..client import _execute as _execute_blocking
 
 log = logging.getLogger("redislock")
 
 OnLost = Callable[..., Any]
 NO_LIMIT = 365 * 86400.0  # a read timeout that never ends (redis-py < 8 has no "infinite")
-_SYNC_KEYS = ("host", "port", "db", "username", "password", "path", "socket_timeout", "socket_connect_timeout")
 
 _task_numbers: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
 _numbers = itertools.count(1)
@@ -78,31 +97,47 @@ def _task_number() -> int:
     return number
 
 
-async def _get_connection(pool: Any) -> Any:
+def _in_task() -> bool:
     try:
-        return await pool.get_connection()
-    except TypeError:  # redis-py < 5.3 wants a command name
-        return await pool.get_connection("_")
+        return asyncio.current_task() is not None
+    except RuntimeError:  # no running event loop
+        return False
 
 
-async def _execute(client: Any, commands: list[Command], extra: float) -> list[Any]:
-    """As the blocking ``_execute``: pipelined, error replies in place, a longer read timeout."""
+async def _execute(
+    client: Any, commands: list[Command], extra: float = 0.0, deadline: float | None = None
+) -> list[Any]:
+    """As the blocking ``_execute``: pipelined, error replies in place, a longer (``extra``) or
+    bounded (``deadline``) wait for replies; an exception or cancellation before the last reply
+    was read disconnects the connection before it goes back to the pool."""
     pool = client.connection_pool
-    conn = await _get_connection(pool)
+    conn = await get_connection_async(pool)
+    in_step = False
     try:
         await conn.send_packed_command(conn.pack_commands(commands))
-        timeout: float | None = None
-        if extra:
+        until: float | None = None
+        bounded = bool(extra) or deadline is not None
+        if bounded:
             base = conn.socket_timeout
-            timeout = NO_LIMIT if base is None or math.isinf(extra) else base + extra
+            until = None if base is None or math.isinf(extra) else time.monotonic() + base + extra
+            if deadline is not None:
+                until = deadline if until is None else min(until, deadline)
         replies: list[Any] = []
         for _ in commands:
+            timeout: float | None = None
+            if bounded:
+                timeout = NO_LIMIT if until is None else until - time.monotonic()
+                if timeout <= 0:
+                    raise RedisTimeoutError("no reply in time")
             try:
                 replies.append(await conn.read_response(timeout=timeout))
             except ResponseError as error:
                 replies.append(error)
+        in_step = True
         return replies
     finally:
+        if not in_step:
+            await conn.disconnect(nowait=True)
         await pool.release(conn)
 
 
@@ -111,76 +146,126 @@ async def _close(resource: Any) -> None:
     await closer()
 
 
+_engines: weakref.WeakSet[_Engine] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for engine in list(_engines):
+        engine.forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class _Engine:
     def __init__(self, redis_client: Any, mode: str, lease: int) -> None:
         self.redis = redis_client
         self.cluster = _is_cluster(redis_client)
         self.lease_ms = lease
+        self.io_timeout = _io_timeout(lease)
+        self.id = str(uuid.uuid4())
         self.registry = Registry()
         self.mode_now: str | None = None if mode == "auto" else mode
         self._nodes: dict[str, Any] = {}
+        self._own: dict[str, Any] = {}
         self._watchdog: asyncio.Task[None] | None = None
         self._scripts_loaded: set[int] = set()
+        self._background: set[asyncio.Task[Any]] = set()
         self.closed = False
+        _engines.add(self)
+
+    def forked(self) -> None:
+        """In a forked child: a new client id, no holds, no watchdog, no parent connections."""
+        self.id = str(uuid.uuid4())
+        self.registry.reset()
+        self._watchdog = None
+        self._nodes = {}
+        self._own = {}
+        self._scripts_loaded = set()
+        self._background = set()
+
+    async def _node_params(self, key: str | None) -> tuple[str, type[Any], dict[str, Any]]:
+        if not self.cluster:
+            cls, kwargs = pool_params(self.redis.connection_pool)
+            return "", cls, kwargs
+        await self.redis.initialize()
+        node = self.redis.get_node_from_key(key) if key is not None else self.redis.get_default_node()
+        cls, kwargs = cluster_node_params_async(self.redis, node)
+        return str(node.name), cls, kwargs
 
     async def node(self, key: str | None) -> Any:
         """A plain asyncio client of the node serving ``key`` (the client itself outside a cluster)."""
         if not self.cluster:
             return self.redis
-        await self.redis.initialize()
-        node = self.redis.get_node_from_key(key) if key is not None else self.redis.get_default_node()
-        client = self._nodes.get(node.name)
+        name, cls, kwargs = await self._node_params(key)
+        client = self._nodes.get(name)
         if client is None:
-            pool = redis.asyncio.ConnectionPool(connection_class=node.connection_class, **node.connection_kwargs)
-            client = self._nodes[node.name] = redis.asyncio.Redis(connection_pool=pool)
+            pool = redis.asyncio.ConnectionPool(connection_class=cls, **kwargs)
+            client = self._nodes[name] = redis.asyncio.Redis(connection_pool=pool)
         return client
 
-    async def mode(self, key: str | None = None) -> str:
+    async def own(self, key: str) -> Any:
+        """This client's own connections to the node of ``key`` (watchdog, clean-ups)."""
+        name, cls, kwargs = await self._node_params(key)
+        client = self._own.get(name)
+        if client is None:
+            client = self._own[name] = own_client_async(cls, kwargs, self.io_timeout)
+        return client
+
+    async def mode(self, key: str | None = None, deadline: float | None = None) -> str:
         if self.mode_now is None:
-            reply = (await _execute(await self.node(key), [("COMMAND", "INFO", "lock.acquire")], 0.0))[0]
+            reply = (await _execute(await self.node(key), [("COMMAND", "INFO", "lock.acquire")], 0.0, deadline))[0]
             self.mode_now = MODULE if module_loaded(raise_error(reply)) else LUA
         return self.mode_now
 
     def mode_blocking(self) -> str:
-        """Detect the mode before any use, over a short-lived blocking connection."""
+        """Detect the mode before any use, over a short-lived blocking connection of the same
+        kind (TCP, unix socket, TLS) as the application's."""
         if self.mode_now is None:
             if self.cluster:
-                nodes = list(self.redis.nodes_manager.startup_nodes.values())
-                kwargs = {**nodes[0].connection_kwargs, "host": nodes[0].host, "port": nodes[0].port}
+                cls, kwargs = startup_node_params_async(self.redis)
             else:
-                kwargs = self.redis.connection_pool.connection_kwargs
-            with redis.Redis(**{k: v for k, v in kwargs.items() if k in _SYNC_KEYS}) as probe:
+                cls, kwargs = pool_params(self.redis.connection_pool)
+            with sync_twin(cls, kwargs, max(self.io_timeout, 2.0)) as probe:
                 reply = _execute_blocking(probe, [("COMMAND", "INFO", "lock.acquire")], 0.0)[0]
             self.mode_now = MODULE if module_loaded(raise_error(reply)) else LUA
         return self.mode_now
 
-    async def target(self, key: str) -> Target:
-        return Target(await self.mode(key), key, self.cluster)
+    async def target(self, key: str, deadline: float | None = None) -> Target:
+        return Target(await self.mode(key, deadline), key, self.cluster)
 
-    async def run(self, key: str, commands: list[Command], extra: float = 0.0) -> list[Any]:
+    async def run(
+        self, key: str, commands: list[Command], extra: float = 0.0, deadline: float | None = None
+    ) -> list[Any]:
         for attempt in range(MAX_REDIRECTS):
-            replies = await self.run_on(await self.node(key), commands, extra)
+            replies = await self.run_on(await self.node(key), commands, extra, deadline)
             if not (self.cluster and any(is_redirect(r) for r in replies)) or attempt == MAX_REDIRECTS - 1:
                 return replies
-            await self.redis.nodes_manager.initialize()
+            await refresh_slots(self.redis)
             await asyncio.sleep(0.01 * attempt)
         raise AssertionError("unreachable")
 
-    async def run_on(self, client: Any, commands: list[Command], extra: float = 0.0) -> list[Any]:
+    async def run_on(
+        self, client: Any, commands: list[Command], extra: float = 0.0, deadline: float | None = None
+    ) -> list[Any]:
         if id(client) not in self._scripts_loaded and uses_scripts(commands):
-            await _execute(client, load_script_commands(), 0.0)
+            await _execute(client, load_script_commands(), 0.0, deadline)
             self._scripts_loaded.add(id(client))
-        replies = await _execute(client, commands, extra)
+        replies = await _execute(client, commands, extra, deadline)
         if any(is_noscript(r) for r in replies):
-            await _execute(client, load_script_commands(), 0.0)
-            replies = await _execute(client, commands, extra)
+            await _execute(client, load_script_commands(), 0.0, deadline)
+            replies = await _execute(client, commands, extra, deadline)
         return replies
 
     async def call(self, key: str, *command: Any) -> Any:
         return raise_error((await self.run(key, [command]))[0])
 
-    async def drive(self, flow: Generator[Request, Any, Acquired]) -> Acquired:
+    async def drive(
+        self, flow: Generator[Request, Any, Acquired], deadline: float | None = None
+    ) -> tuple[Acquired, float]:
         pubsub: Any = None
+        sent = time.monotonic()
         try:
             reply: Any = None
             while True:
@@ -188,20 +273,24 @@ class _Engine:
                     request = flow.send(reply)
                 except StopIteration as done:
                     result: Acquired = done.value
-                    return result
+                    return result, sent
                 if isinstance(request, Run):
-                    reply = await self.run(request.key, request.commands, request.extra)
+                    sent = time.monotonic()
+                    reply = await self.run(request.key, request.commands, request.extra, deadline)
                 elif isinstance(request, Listen):
-                    pubsub = await self._subscribe(request)
+                    pubsub = await self._subscribe(request, deadline)
                     reply = None
                 else:
-                    reply = await self._next_message(pubsub, request.seconds)
+                    seconds = request.seconds
+                    if deadline is not None:
+                        seconds = min(seconds, max(0.0, deadline - time.monotonic()))
+                    reply = await self._next_message(pubsub, seconds)
         finally:
             flow.close()
             if pubsub is not None:
                 await _close(pubsub)
 
-    async def _subscribe(self, request: Listen) -> Any:
+    async def _subscribe(self, request: Listen, deadline: float | None) -> Any:
         pubsub = (await self.node(request.key)).pubsub()
         try:
             if self.cluster and hasattr(pubsub, "ssubscribe"):
@@ -210,8 +299,10 @@ class _Engine:
                 await pubsub.execute_command("SSUBSCRIBE", request.channel)
             else:
                 await pubsub.subscribe(request.channel)
-            deadline = time.monotonic() + SUBSCRIBE_TIMEOUT
-            while (left := deadline - time.monotonic()) > 0:
+            until = time.monotonic() + SUBSCRIBE_TIMEOUT
+            if deadline is not None:
+                until = min(until, deadline)
+            while (left := until - time.monotonic()) > 0:
                 message = await pubsub.get_message(timeout=left)
                 if message is not None and message["type"] in ("subscribe", "ssubscribe"):
                     return pubsub
@@ -229,46 +320,122 @@ class _Engine:
                 return True
         return False
 
+    # -- what an interrupted exchange may have left ---------------------------------------
+    async def reconcile(self, suspect: Suspect) -> bool:
+        """As the blocking client's: the server's count down to the book's (False: retry later)."""
+        if self.mode_now is None:
+            return True
+        key, owner = suspect.key, suspect.owner
+        if self.registry.busy(key, owner):
+            return False
+        own = await self.own(key)
+        count = raise_error((await self.run_on(own, [("HGET", key, owner)]))[0])
+        count = 0 if count is None else int(count)
+        keep = self.registry.count(key, owner)
+        if count > keep:
+            target = Target(self.mode_now, key, self.cluster)
+            for reply in await self.run_on(own, reconcile_commands(target, owner, count - keep)):
+                if reply is None:
+                    break
+                raise_error(reply)
+        self.registry.set_count(key, owner, min(count, keep))
+        return True
+
+    async def _settle(self, suspect: Suspect) -> None:
+        done = False
+        try:
+            done = await self.reconcile(suspect)
+        except Exception as error:
+            log.info("could not check %r after an interrupted call now (%r); the watchdog retries", suspect.key, error)
+        finally:
+            if not done:
+                self.registry.suspect(suspect)
+                self.ensure_watchdog()
+
+    async def settle(self, key: str, owner: str, lease_s: float) -> None:
+        """After an acquire or release whose replies were not all read (an exception, a
+        cancellation): release what the server granted beyond the book. Runs in a task of its
+        own that a second cancellation does not stop."""
+        suspect = Suspect(key, owner, time.monotonic() + lease_s + 1.0)
+        task = asyncio.get_running_loop().create_task(self._settle(suspect))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        await asyncio.shield(task)
+
+    # -- watchdog -------------------------------------------------------------------------
     def ensure_watchdog(self) -> None:
         if (self._watchdog is None or self._watchdog.done()) and not self.closed:
             self._watchdog = asyncio.get_running_loop().create_task(self._watch(), name="redislock-watchdog")
 
     async def _watch(self) -> None:
+        pause = 0.0
         while True:
-            await asyncio.sleep(self.lease_ms / 3000)
+            await asyncio.sleep(pause)
             try:
-                await self.renew()
+                pause = await self.tick()
             except Exception:  # retried on the next tick
                 log.warning("lock renewal failed; retrying next tick", exc_info=True)
+                pause = 0.1
+
+    async def tick(self) -> float:
+        period = self.lease_ms / 3000
+        started = time.monotonic()
+        await self.renew()
+        await self.expire()
+        for suspect in self.registry.take_suspects():
+            try:
+                done = await self.reconcile(suspect)
+            except Exception:
+                done = False
+            if not done:
+                self.registry.suspect(suspect)
+        pause = period - (time.monotonic() - started)
+        nearest = self.registry.next_expiry()
+        if nearest is not None:
+            pause = min(pause, nearest - time.monotonic())
+        if self.registry.has_suspects():
+            pause = min(pause, 0.2)
+        return max(0.005, pause)
 
     async def renew(self) -> None:
         holds = self.registry.watched()
-        if not holds:
+        if not holds or self.mode_now is None:
             return
         by_node: dict[int, tuple[Any, list[Any]]] = {}
         for hold in holds:
-            client = await self.node(hold.key)
+            client = await self.own(hold.key)
             by_node.setdefault(id(client), (client, []))[1].append(hold)
         for client, group in by_node.values():
-            batch = renew_commands(
-                await self.mode(group[0].key), group, self.lease_ms, _slot if self.cluster else _one_slot
-            )
+            batch = renew_commands(self.mode_now, group, self.lease_ms, _slot if self.cluster else _one_slot)
+            sent = time.monotonic()
             try:
                 replies = await self.run_on(client, [command for command, _ in batch])
             except Exception:
                 log.warning("lock renewal failed; retrying next tick", exc_info=True)
                 continue
             if self.cluster and any(is_redirect(r) for r in replies):
-                await self.redis.nodes_manager.initialize()
+                await refresh_slots(self.redis)
             for reply, (_, members) in zip(replies, batch):
                 for hold, renewed in renew_results(reply, members):
-                    if renewed is False and self.registry.lose(hold):
-                        try:
-                            outcome = hold.notify_lost()
-                            if inspect.isawaitable(outcome):
-                                await outcome
-                        except Exception:
-                            log.exception("on_lost callback failed")
+                    if renewed:
+                        self.registry.renewed(hold, sent)
+                    elif renewed is False and self.registry.lose(hold):
+                        await self.notify(hold)
+
+    async def expire(self) -> None:
+        for hold in self.registry.expired(time.monotonic()):
+            if self.registry.lose(hold):
+                log.warning("lock %r lost: no renewal succeeded for a whole lease", hold.key)
+                await self.notify(hold)
+
+    @staticmethod
+    async def notify(hold: Hold) -> None:
+        try:
+            outcome = hold.notify_lost()
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception:
+            log.exception("on_lost callback failed")
 
     def stop_soon(self) -> None:
         """Cancel the watchdog task from anywhere (garbage collection of the client)."""
@@ -284,13 +451,10 @@ class _Engine:
         task, self._watchdog = self._watchdog, None
         if task is not None:
             task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                if not task.cancelled():
-                    raise
-        nodes, self._nodes = list(self._nodes.values()), {}
-        for client in nodes:
+            await asyncio.wait({task}, timeout=1.5)  # a renewal in flight ends by its io timeout
+        clients = list(self._nodes.values()) + list(self._own.values())
+        self._nodes, self._own = {}, {}
+        for client in clients:
             await _close(client)
             await client.connection_pool.disconnect()  # our own pool: aclose() leaves it open
 
@@ -299,15 +463,25 @@ class LockClient:
     """The asyncio ``LockClient`` over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
 
     def __init__(self, redis: Any, lease: float = 30.0, mode: str = "auto") -> None:
+        if not isinstance(redis, (AsyncRedis, AsyncRedisCluster)):
+            raise TypeError(
+                "redislock.asyncio.LockClient needs a redis.asyncio.Redis or redis.asyncio.RedisCluster,"
+                f" not {type(redis).__name__} (use redislock.LockClient for blocking clients)"
+            )
         self._engine = _Engine(redis, check_mode(mode), lease_ms(lease))
         self.redis = redis
         self.lease = float(lease)
-        self.id = str(uuid.uuid4())
         self._finalizer = weakref.finalize(self, self._engine.stop_soon)
 
     @property
+    def id(self) -> str:
+        """This client's UUID; a forked child gets a new one."""
+        return self._engine.id
+
+    @property
     def mode(self) -> str:
-        """``"module"`` or ``"lua"`` (detected once; before any await, over a short blocking call)."""
+        """``"module"`` or ``"lua"``: detected once; before any await over a short blocking
+        connection of the application's kind (TCP, unix socket, TLS)."""
         return self._engine.mode_blocking()
 
     async def detect_mode(self) -> str:
@@ -318,17 +492,18 @@ class LockClient:
 
     def lock(
         self,
-        name: str,
+        name: str | bytes,
         owner: str | None = None,
         fenced: bool = False,
         sync_replicas: int = 0,
         sync_timeout: float = 1.0,
         on_lost: OnLost | None = None,
+        timeout: float | None = None,
     ) -> Lock:
-        return Lock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost)
+        return Lock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost, timeout)
 
     async def close(self) -> None:
-        """Stop the watchdog task and close this client's own per-node connections."""
+        """Stop the watchdog task and close this client's own connections (within 2 s)."""
         self._finalizer.detach()
         await self._engine.close()
 
@@ -345,21 +520,28 @@ class LockClient:
 
 
 class Lock:
-    """The asyncio ``Lock``; the default owner is ``<client id>:<task number>``."""
+    """The asyncio ``Lock``; the default owner is ``<client id>:<task number>``.
+
+    The owner is taken when a method is *called*, in the calling task, so
+    ``await asyncio.wait_for(lock.acquire(), t)`` acquires for the caller even on Python
+    versions where ``wait_for`` runs the coroutine in a task of its own.
+    """
 
     def __init__(
         self,
         client: LockClient,
-        name: str,
+        name: str | bytes,
         owner: str | None = None,
         fenced: bool = False,
         sync_replicas: int = 0,
         sync_timeout: float = 1.0,
         on_lost: OnLost | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.name = check_name(name)
         self._pinned = check_owner(owner)
         self._replicas, self._sync_ms = check_replicas(sync_replicas, sync_timeout)
+        self.timeout = check_timeout(timeout)
         self.client = client
         self.fenced = bool(fenced)
         self.on_lost = on_lost
@@ -368,49 +550,119 @@ class Lock:
     def owner(self) -> str:
         return self._pinned or f"{self.client.id}:{_task_number()}"
 
+    def _caller(self) -> str | None:
+        """The owner of the calling task, or None outside a task (then taken when run)."""
+        return self._pinned or (self.owner if _in_task() else None)
+
     @property
     def _engine(self) -> _Engine:
         return self.client._engine
 
-    async def acquire(self, blocking: bool = True, timeout: float | None = None, lease: float | None = None) -> bool:
-        check_timeout(timeout, blocking)
-        return await self._acquire_as(self.owner, blocking, timeout, lease)
+    def acquire(
+        self, blocking: bool = True, timeout: Any = DEFAULT, lease: float | None = None
+    ) -> Coroutine[Any, Any, bool]:
+        """Take the lock (see ``redislock.Lock.acquire``); the owner is the calling task."""
+        if timeout is DEFAULT:
+            timeout = self.timeout if blocking else None
+        wait = check_timeout(timeout, blocking)
+        if lease is not None:
+            lease_ms(lease)
+        return self._acquire_as(self._caller(), blocking, wait, lease)
 
-    async def _acquire_as(self, owner: str, blocking: bool, timeout: float | None, lease: float | None) -> bool:
-        wait = check_timeout(timeout)
+    async def _acquire_as(
+        self,
+        owner: str | None,
+        blocking: bool,
+        wait: float | None,
+        lease: float | None,
+        deadline: float | None = None,
+    ) -> bool:
+        owner = owner or self.owner
         engine = self._engine
         hold_ms = engine.lease_ms if lease is None else lease_ms(lease)
         if engine.closed:
             raise RuntimeError("the LockClient is closed")
-        target = await engine.target(self.name)
+        target = await engine.target(self.name, deadline)
+        if engine.cluster and target.mode == LUA:
+            check_cluster_name(self.name, self.fenced)
         plan = AcquirePlan(target, owner, hold_ms, self.fenced, self._replicas, self._sync_ms, bool(blocking), wait)
-        got = await engine.drive(acquire_flow(plan))
-        if got.acquired and engine.registry.acquired(self.name, owner, lease is None, got.token, self.on_lost, self):
-            engine.ensure_watchdog()
+        waits = target.mode == MODULE and bool(blocking) and wait != 0
+        recorded = False
+        engine.registry.begin(self.name, owner)
+        try:
+            got, sent = await engine.drive(acquire_flow(plan), deadline)
+            if got.acquired:
+                start = time.monotonic() if waits else sent
+                if engine.registry.acquired(
+                    self.name, owner, lease is None, got.token, self.on_lost, self, hold_ms / 1000, start
+                ):
+                    engine.ensure_watchdog()
+            recorded = True
+        except BaseException:
+            engine.registry.finish(self.name, owner)
+            if not recorded:
+                await engine.settle(self.name, owner, hold_ms / 1000)
+            raise
+        engine.registry.finish(self.name, owner)
         return got.acquired
 
-    async def release(self) -> None:
-        await self._release_as(self.owner)
+    def release(self) -> Coroutine[Any, Any, None]:
+        return self._release_as(self._caller())
 
-    async def _release_as(self, owner: str) -> None:
+    async def _release_as(self, owner: str | None) -> None:
+        owner = owner or self.owner
         engine = self._engine
         hold = engine.registry.begin_release(self.name, owner)
         rearm = engine.lease_ms if hold is not None and hold.watch else 0
         still_held = hold is not None and not hold.closing
+        done = False
         try:
             command = (await engine.target(self.name)).release(owner, rearm)
             still_held = not parse_release((await engine.run(self.name, [command]))[0])
+            done = True
         except NotOwnedError:
             still_held = False
+            done = True
             raise
         finally:
-            engine.registry.end_release(hold, still_held)
+            if done or hold is None:
+                engine.registry.end_release(hold, still_held)
+            else:
+                engine.registry.end_release(hold, hold.count > 1)
+                await engine.settle(self.name, owner, engine.lease_ms / 1000)
+
+    def extend(self, lease: float) -> Coroutine[Any, Any, None]:
+        """Set the remaining lease of this owner's hold to ``lease`` seconds (NotOwnedError if
+        it does not hold the lock)."""
+        ms = lease_ms(lease)
+        return self._extend(self._caller(), ms)
+
+    async def _extend(self, owner: str | None, ms: int) -> None:
+        owner = owner or self.owner
+        engine = self._engine
+        sent = time.monotonic()
+        command = (await engine.target(self.name)).renew(owner, ms)
+        if not parse_renew((await engine.run(self.name, [command]))[0]):
+            hold = engine.registry.get(self.name, owner)
+            if hold is not None:
+                engine.registry.lose(hold)
+            raise NotOwnedError("the lock is not held by this owner")
+        hold = engine.registry.get(self.name, owner)
+        if hold is not None and not hold.watch:
+            hold.lease = ms / 1000
+            hold.expires = sent + hold.lease
 
     async def locked(self) -> bool:
         return bool(await self._engine.call(self.name, "EXISTS", self.name))
 
     async def owned(self) -> bool:
-        return bool(await self._engine.call(self.name, "HEXISTS", self.name, self.owner))
+        """Whether this owner holds the lock; False without a round trip when the hold was
+        declared lost or its lease ran out locally."""
+        owner = self.owner
+        hold = self._engine.registry.get(self.name, owner)
+        if hold is not None and (hold.lost or time.monotonic() >= hold.expires):
+            return False
+        return bool(await self._engine.call(self.name, "HEXISTS", self.name, owner))
 
     async def hold_count(self) -> int:
         count = await self._engine.call(self.name, "HGET", self.name, self.owner)
@@ -434,7 +686,8 @@ class Lock:
         return hold.token if hold is not None and not hold.lost else None
 
     async def __aenter__(self) -> Lock:
-        await self.acquire()
+        if not await self.acquire():
+            raise timed_out(self.name, self.timeout)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -445,7 +698,8 @@ class Lock:
 
 
 class MultiLock:
-    """The asyncio MultiLock: components tried concurrently with ``asyncio.gather``."""
+    """The asyncio MultiLock: components tried concurrently, decided as soon as the outcome
+    is known; late components are cancelled (and give back whatever they took)."""
 
     _majority = False
 
@@ -459,36 +713,111 @@ class MultiLock:
     def _owners(self) -> tuple[str, ...]:
         return tuple(lock.owner for lock in self.locks)
 
-    async def acquire(self, blocking: bool = True, timeout: float | None = None, lease: float | None = None) -> bool:
+    def acquire(
+        self, blocking: bool = True, timeout: float | None = None, lease: float | None = None
+    ) -> Coroutine[Any, Any, bool]:
+        """Take every component (a majority for RedLock); the owners are the calling task's."""
         wait = check_timeout(timeout, blocking)
+        if lease is not None:
+            lease_ms(lease)
+        return self._acquire(self._owners() if _in_task() else None, blocking, wait, lease)
+
+    async def _acquire(
+        self, owners: tuple[str, ...] | None, blocking: bool, wait: float | None, lease: float | None
+    ) -> bool:
         lease_s = self.locks[0].client.lease if lease is None else lease_ms(lease) / 1000
-        owners = self._owners()
+        owners = owners or self._owners()
         count = len(self.locks)
+        need = quorum(count, self._majority)
         deadline = None if wait is None else time.monotonic() + wait
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             each = attempt_wait(remaining, count, self._majority) if blocking else 0.0
             started = time.monotonic()
-            outcomes = await asyncio.gather(
-                *(lock._acquire_as(owner, each > 0, each, lease) for lock, owner in zip(self.locks, owners)),
-                return_exceptions=True,
-            )
-            taken = [i for i, ok in enumerate(outcomes) if ok is True]
-            validity = redlock_validity(lease_s, time.monotonic() - started)
-            if len(taken) >= quorum(count, self._majority) and (not self._majority or validity > 0):
-                self._held.setdefault(owners, []).append(taken)
-                self.validity = validity if self._majority else None
-                return True
-            unsure = [i for i, ok in enumerate(outcomes) if isinstance(ok, RedisTimeoutError)]
-            await asyncio.gather(*(_release_quietly(self.locks[i], owners[i]) for i in taken + unsure))
+            until = started + each + COMPONENT_GRACE
+            if deadline is not None:
+                until = min(until, deadline + COMPONENT_GRACE)
+            taken = await self._attempt(owners, each, lease, until, need)
+            if taken is not None:
+                validity = redlock_validity(lease_s, time.monotonic() - started)
+                if not self._majority or validity > 0:
+                    self._held.setdefault(owners, []).append(taken)
+                    self.validity = validity if self._majority else None
+                    return True
+                await self._give_back(taken, owners)
             left = None if deadline is None else deadline - time.monotonic()
             if not blocking or (left is not None and left <= 0):
                 return False
             pause = random.uniform(0.005, 0.05)
             await asyncio.sleep(pause if left is None else min(pause, left))
 
-    async def release(self) -> None:
-        owners = self._owners()
+    async def _attempt(
+        self, owners: tuple[str, ...], each: float, lease: float | None, until: float, need: int
+    ) -> list[int] | None:
+        count = len(self.locks)
+        tasks = {
+            asyncio.ensure_future(lock._acquire_as(owner, each > 0, each, lease, until)): i
+            for i, (lock, owner) in enumerate(zip(self.locks, owners))
+        }
+        taken: list[int] = []
+        failed = 0
+        pending = set(tasks)
+        success = False
+        try:
+            while pending:
+                left = until - time.monotonic()
+                if left <= 0:
+                    break
+                done, pending = await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    if _took(task):
+                        taken.append(tasks[task])
+                    else:
+                        if not task.cancelled() and task.exception() is not None:
+                            log.info("a component lock failed: %r", task.exception())
+                        failed += 1
+                if len(taken) >= need:
+                    success = True
+                    break
+                if failed > count - need:
+                    break
+        finally:
+            for task in pending:
+                task.cancel()  # a late component gives back what it took when cancelled
+            if pending:
+                # Cancelled components give back what they may have taken before this returns
+                # (so a retry by the same owner finds the servers settled); a hung server's
+                # clean-up goes on in the background. After a success, do not wait for it.
+                settle = 0.1 if success else max(0.1, until - time.monotonic())
+                await asyncio.wait(pending, timeout=settle)
+            # A component that finished with the lock after the decision (before its cancel
+            # took effect) is given back too, now or when it finishes.
+            late = [tasks[t] for t in pending if t.done() and _took(t)]
+            for task in pending:
+                if not task.done():
+                    task.add_done_callback(self._give_back_later(tasks[task], owners))
+            back = late if success else sorted(taken) + late
+            if back:
+                await asyncio.shield(self._give_back(back, owners))
+        return sorted(taken) if success else None
+
+    def _give_back_later(self, i: int, owners: tuple[str, ...]) -> Callable[[asyncio.Future[Any]], None]:
+        def done(task: asyncio.Future[Any]) -> None:
+            if _took(task):
+                late = asyncio.ensure_future(_release_quietly(self.locks[i], owners[i]))
+                _late_releases.add(late)
+                late.add_done_callback(_late_releases.discard)
+
+        return done
+
+    async def _give_back(self, taken: list[int], owners: tuple[str, ...]) -> None:
+        await asyncio.gather(*(_release_quietly(self.locks[i], owners[i]) for i in taken))
+
+    def release(self) -> Coroutine[Any, Any, None]:
+        return self._release(self._owners() if _in_task() else None)
+
+    async def _release(self, owners: tuple[str, ...] | None) -> None:
+        owners = owners or self._owners()
         stack = self._held.get(owners)
         if not stack:
             raise NotOwnedError("this MultiLock is not held by this owner")
@@ -522,6 +851,13 @@ class RedLock(MultiLock):
     _majority = True
 
 
+_late_releases: set[asyncio.Future[Any]] = set()
+
+
+def _took(task: asyncio.Future[Any]) -> bool:
+    return not task.cancelled() and task.exception() is None and task.result() is True
+
+
 async def _release_quietly(lock: Lock, owner: str) -> None:
     try:
         await lock._release_as(owner)
@@ -529,4 +865,13 @@ async def _release_quietly(lock: Lock, owner: str) -> None:
         log.info("giving back %r failed: %r", lock, error)
 
 
-__all__ = ["Lock", "LockClient", "LockError", "MultiLock", "NotOwnedError", "RedLock", "ReplicaSyncError"]
+__all__ = [
+    "Lock",
+    "LockClient",
+    "LockError",
+    "LockTimeout",
+    "MultiLock",
+    "NotOwnedError",
+    "RedLock",
+    "ReplicaSyncError",
+]

@@ -1,0 +1,322 @@
+"""redislock.asyncio under production faults (issue 17, client.md section 5), real servers.
+
+Cancellation mid-wait, ``asyncio.wait_for`` / ``asyncio.timeout`` owners, a hung server (the
+watchdog task and close()), MultiLock/RedLock with one of three servers hung or killed. Each
+test ends with the app's own SET/GET round-trip and the keyspace matching the client's book.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import redis
+import redis.asyncio
+from conftest import Server, lock_info
+
+import redislock
+import redislock.asyncio as ral
+
+
+async def in_step(r: redis.asyncio.Redis) -> None:
+    marker = uuid.uuid4().hex
+    started = time.monotonic()
+    assert await r.get(f"missing:{marker}") is None
+    assert await r.set(f"s:{marker}", marker) is True
+    assert await r.get(f"s:{marker}") == marker.encode()
+    assert await r.delete(f"s:{marker}") == 1
+    assert time.monotonic() - started < 1.0
+
+
+def believed(lock: ral.Lock, owner: str) -> int:
+    hold = lock.client._engine.registry.get(lock.name, owner)
+    return 0 if hold is None or hold.lost else hold.count
+
+
+async def eventually(predicate, timeout: float = 3.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if await predicate():
+            return True
+        await asyncio.sleep(0.01)
+    return bool(await predicate())
+
+
+@pytest.fixture
+async def ar(server: Server) -> AsyncIterator[redis.asyncio.Redis]:
+    client = redis.asyncio.Redis(port=server.port)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+async def raw(server: Server) -> AsyncIterator[redis.asyncio.Redis]:
+    client = redis.asyncio.Redis(port=server.port, socket_timeout=5)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+async def queued(raw: redis.asyncio.Redis, server: Server, key: str) -> bool:
+    if server.module:
+        reply = await raw.execute_command("LOCK.INFO", key)
+        items = dict(zip(reply[::2], reply[1::2])) if isinstance(reply, list) else (reply or {})
+        return int(items.get(b"waiters", items.get("waiters", 0)) or 0) == 1
+    numsub = await raw.pubsub_numsub(f"redisson_lock__channel:{{{key}}}")
+    return bool(numsub[0][1] == 1)
+
+
+async def test_wait_for_and_timeout_acquire_for_the_caller(ar: redis.asyncio.Redis, raw: redis.asyncio.Redis) -> None:
+    """On Python <= 3.11 wait_for runs the coroutine in a task of its own: the lock used to be
+    taken by that task (owned() False in the caller, release() NotOwnedError, lock leaked)."""
+    locks = ral.LockClient(ar, lease=5.0)
+    try:
+        lock = locks.lock("wf")
+        assert await asyncio.wait_for(lock.acquire(), 5) is True
+        assert await lock.owned() and await lock.hold_count() == 1
+        assert await raw.hgetall("wf") == {lock.owner.encode(): b"1"}
+        await asyncio.wait_for(lock.release(), 5)
+        assert await raw.exists("wf") == 0
+        if sys.version_info >= (3, 11):
+            async with asyncio.timeout(5):
+                assert await lock.acquire()
+            assert await lock.owned()
+            async with asyncio.timeout(5):
+                await lock.release()
+            assert await raw.exists("wf") == 0
+        await in_step(ar)
+    finally:
+        await locks.close()
+
+
+async def test_cancelled_while_waiting(server: Server, ar: redis.asyncio.Redis, raw: redis.asyncio.Redis) -> None:
+    locks = ral.LockClient(ar, lease=5.0)
+    try:
+        holder = locks.lock("cw", owner="holder")
+        assert await holder.acquire(lease=10)
+        lock = locks.lock("cw")
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(lock.acquire(timeout=5), 0.4)
+        owner = lock.owner
+        task = asyncio.create_task(lock.acquire(timeout=5))
+        assert await eventually(lambda: queued(raw, server, "cw"))
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await in_step(ar)
+        if server.module:
+            assert await eventually(lambda: _no_waiters(raw))
+        assert await raw.hgetall("cw") == {b"holder": b"1"}
+        assert believed(lock, owner) == 0
+        await holder.release()
+        assert await raw.exists("cw") == 0
+        await in_step(ar)
+    finally:
+        await locks.close()
+
+
+async def _no_waiters(raw: redis.asyncio.Redis) -> bool:
+    reply = await raw.execute_command("LOCK.INFO", "cw")
+    items = dict(zip(reply[::2], reply[1::2])) if isinstance(reply, list) else (reply or {})
+    return int(items.get(b"waiters", items.get("waiters", 0)) or 0) == 0
+
+
+async def test_cancel_racing_the_grant(server: Server, ar: redis.asyncio.Redis, raw: redis.asyncio.Redis) -> None:
+    """Cancellation right when the lock is handed over: client and server agree afterwards."""
+    locks = ral.LockClient(ar, lease=5.0)
+    try:
+        for trial in range(10):
+            key = f"arace:{trial}"
+            holder = locks.lock(key, owner="holder")
+            assert await holder.acquire(lease=10)
+            lock = locks.lock(key)
+            owner = lock.owner
+            task = asyncio.create_task(lock.acquire(timeout=5))
+            assert await eventually(lambda key=key: queued(raw, server, key))
+            await holder.release()
+            for _ in range(trial % 3):
+                await asyncio.sleep(0)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await in_step(ar)
+            count = await raw.hget(key, owner)
+            assert int(count or 0) == believed(lock, owner), (await raw.hgetall(key), believed(lock, owner))
+            if believed(lock, owner):
+                await lock.release()
+            assert await raw.exists(key) == 0
+    finally:
+        await locks.close()
+
+
+async def test_huge_timeout_refused_before_sending(ar: redis.asyncio.Redis, raw: redis.asyncio.Redis) -> None:
+    locks = ral.LockClient(ar, lease=5.0)
+    try:
+        holder = locks.lock("ahuge", owner="holder")
+        assert await holder.acquire(lease=10)
+        with pytest.raises(ValueError):
+            await locks.lock("ahuge").acquire(timeout=1e10)
+        await in_step(ar)
+        assert await raw.hgetall("ahuge") == {b"holder": b"1"}
+        await holder.release()
+    finally:
+        await locks.close()
+
+
+async def test_hung_server_watchdog_task(servers: list[Server]) -> None:
+    servers.append(Server(module=True))
+    server = servers[0]
+    ar = redis.asyncio.Redis(port=server.port)
+    locks = ral.LockClient(ar, lease=1.2)
+    lost = asyncio.Event()
+    try:
+        lock = locks.lock("ahung", on_lost=lost.set)
+        assert await lock.acquire()
+        await asyncio.sleep(0.5)
+        server.pause()
+        stopped = time.monotonic()
+        await asyncio.wait_for(lost.wait(), 1.2 + 0.4 + 0.5)
+        assert time.monotonic() - stopped <= 1.2 + 0.4 + 0.3
+        started = time.monotonic()
+        assert await lock.owned() is False
+        assert time.monotonic() - started < 0.1
+        started = time.monotonic()
+        await locks.close()
+        assert time.monotonic() - started < 2.0
+    finally:
+        server.resume()
+    raw = redis.asyncio.Redis(port=server.port, socket_timeout=5)
+    assert await eventually(lambda: _gone(raw, "ahung"))
+    await in_step(ar)
+    await raw.aclose()
+    await ar.aclose()
+
+
+async def _gone(raw: redis.asyncio.Redis, key: str) -> bool:
+    return int(await raw.exists(key)) == 0
+
+
+@pytest.fixture
+def trio(servers: list[Server]) -> list[Server]:
+    for _ in range(3):
+        servers.append(Server(module=True))
+    return servers
+
+
+async def test_redlock_multilock_with_a_hung_server(trio: list[Server]) -> None:
+    made = [redis.asyncio.Redis(port=s.port) for s in trio]
+    raws = [redis.Redis(port=s.port, socket_timeout=5) for s in trio]
+    clients = [ral.LockClient(r, lease=5.0) for r in made]
+    try:
+        for c in clients:
+            assert await c.detect_mode() == "module"
+        trio[1].pause()
+        red = ral.RedLock([c.lock("arl") for c in clients])
+        started = time.monotonic()
+        assert await red.acquire(timeout=2) is True
+        assert time.monotonic() - started < 2.5
+        assert raws[0].exists("arl") == 1 and raws[2].exists("arl") == 1
+        await red.release()
+        assert raws[0].exists("arl") == 0 and raws[2].exists("arl") == 0
+        multi = ral.MultiLock([c.lock("aml") for c in clients])
+        started = time.monotonic()
+        assert await multi.acquire(timeout=1) is False
+        assert time.monotonic() - started < 1.5
+        assert raws[0].exists("aml") == 0 and raws[2].exists("aml") == 0
+        await in_step(made[0])
+    finally:
+        trio[1].resume()
+        for c in clients:
+            await c.close()
+        for r in made:
+            await r.aclose()
+    for raw in raws:
+        raw.close()
+
+
+async def test_cancel_during_multilock_acquire_gives_back_components(trio: list[Server]) -> None:
+    made = [redis.asyncio.Redis(port=s.port) for s in trio]
+    raws = [redis.Redis(port=s.port, socket_timeout=5) for s in trio]
+    clients = [ral.LockClient(r, lease=5.0) for r in made]
+    try:
+        assert await clients[2].lock("ami", owner="other").acquire(lease=10)
+        multi = ral.MultiLock([c.lock("ami") for c in clients])
+        task = asyncio.create_task(multi.acquire(timeout=8))
+        await asyncio.sleep(0.6)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert raws[0].exists("ami") == 0 and raws[1].exists("ami") == 0
+        assert raws[2].hgetall("ami") == {b"other": b"1"}
+        assert lock_info(raws[2], "ami").get("waiters") == 0
+        for r in made:
+            await in_step(r)
+    finally:
+        for c in clients:
+            await c.close()
+        for r in made:
+            await r.aclose()
+        for raw in raws:
+            raw.close()
+
+
+async def test_type_checks_and_mode_over_a_unix_socket(tmp_path_factory: pytest.TempPathFactory) -> None:
+    with pytest.raises(TypeError):
+        ral.LockClient(redis.Redis())  # a blocking client
+    with pytest.raises(TypeError):
+        redislock.LockClient(redis.asyncio.Redis())  # an asyncio client
+    with pytest.raises(TypeError):
+        redislock.LockClient("localhost:6379")
+    path = f"/tmp/redislock-{uuid.uuid4().hex[:8]}.sock"
+    server = Server(True, "--unixsocket", path, "--unixsocketperm", "700")
+    try:
+        ar = redis.asyncio.Redis(unix_socket_path=path)
+        locks = ral.LockClient(ar)
+        assert locks.mode == "module"  # before any await, over a blocking unix-socket connection
+        lock = locks.lock(b"unix")
+        assert await lock.acquire(timeout=1)
+        await lock.release()
+        await locks.close()
+        await ar.aclose()
+    finally:
+        server.close()
+
+
+async def test_asyncio_api_additions(ar: redis.asyncio.Redis, raw: redis.asyncio.Redis) -> None:
+    locks = ral.LockClient(ar, lease=5.0)
+    try:
+        lock = locks.lock(b"aapi", timeout=0.3, fenced=True)
+        assert lock.name == "aapi"
+        with pytest.raises(redislock.NotOwnedError):
+            await lock.extend(5)
+        assert await lock.acquire(lease=1.0)
+        token = lock.token
+        assert token is not None
+        assert await lock.acquire(lease=1.0) and lock.token == token  # reentrant: same token
+        await lock.extend(20)
+        assert 19_000 < await raw.pttl("aapi") <= 20_000
+        await lock.release()
+        await lock.release()
+        other = locks.lock("aapi", owner="holder")
+        assert await other.acquire(lease=10)
+        started = time.monotonic()
+        with pytest.raises(redislock.LockTimeout):
+            async with lock:
+                pass  # pragma: no cover
+        assert 0.25 < time.monotonic() - started < 1.5
+        await other.release()
+        multi = ral.MultiLock([lock])
+        assert await asyncio.wait_for(multi.acquire(timeout=1), 5)
+        await asyncio.wait_for(multi.release(), 5)  # the caller's owners, also through wait_for
+        assert await raw.exists("aapi") == 0
+        await in_step(ar)
+    finally:
+        await locks.close()
