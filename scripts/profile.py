@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-ACQUIRE_LUA = (REPO / "lua" / "acquire.lua").read_bytes()
-RENEW_LUA = (REPO / "lua" / "renew-batch.lua").read_bytes()
+ACQUIRE_LUA = (REPO / "clients" / "python" / "src" / "redislock" / "lua" / "acquire.lua").read_bytes()
+RENEW_LUA = (REPO / "clients" / "python" / "src" / "redislock" / "lua" / "renew-batch.lua").read_bytes()
 BATCH = 100
 
 

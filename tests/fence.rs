@@ -12,7 +12,7 @@ use resp::{Conn, R};
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-const FENCED_LUA: &str = include_str!("../lua/fenced-acquire.lua");
+const FENCED_LUA: &str = include_str!("../clients/python/src/redislock/lua/fenced-acquire.lua");
 
 fn token_key(k: &str) -> String {
     format!("redisson_lock_token:{{{k}}}")

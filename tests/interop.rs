@@ -10,10 +10,10 @@ use testkit::cmd;
 use rand::{Rng, SeedableRng};
 use resp::{Conn, Msg, Sub, R};
 
-const ACQUIRE_LUA: &str = include_str!("../lua/acquire.lua");
-const UNLOCK_LUA: &str = include_str!("../lua/unlock-latch.lua");
-const FORCE_UNLOCK_LUA: &str = include_str!("../lua/forceunlock.lua");
-const RENEW_LUA: &str = include_str!("../lua/renew-batch.lua");
+const ACQUIRE_LUA: &str = include_str!("../clients/python/src/redislock/lua/acquire.lua");
+const UNLOCK_LUA: &str = include_str!("../clients/python/src/redislock/lua/unlock-latch.lua");
+const FORCE_UNLOCK_LUA: &str = include_str!("../clients/python/src/redislock/lua/forceunlock.lua");
+const RENEW_LUA: &str = include_str!("../clients/python/src/redislock/lua/renew-batch.lua");
 
 /// Tolerance when comparing PTTLs taken at slightly different moments on two keys. Leases used
 /// in the sequences differ by at least 10 s, so a wrong lease can never hide inside it.

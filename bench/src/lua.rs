@@ -6,7 +6,7 @@
 use rand::Rng;
 use redis::Value;
 
-/// Our own Lua implementation of the RLock scripts, shared with the interop tests (`lua/`):
+/// Our own Lua implementation of the RLock scripts, shared with the interop tests (`clients/python/src/redislock/lua/`):
 /// acquire (KEYS lock; ARGV lease, owner), unlock with the 3.24+ idempotency latch (KEYS lock,
 /// channel, latch; ARGV message, lease, owner, publish command, latch PX) and the 3.22 unlock
 /// without latch (KEYS lock, channel; ARGV message, lease, owner, publish command).

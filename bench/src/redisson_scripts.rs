@@ -4,7 +4,7 @@
 //!   run time on one server: throughput (pipeline 32) and server µs/call (`evalsha` vs
 //!   `lock.redisson` in INFO commandstats) for the acquire, the 3.24+ unlock with its latch and
 //!   a 100-key batched watchdog renewal. The scripts are our own implementations of Redisson's
-//!   (`lua/`), registered with `lock.redisson-extra-scripts` so they take the code path of
+//!   (`clients/python/src/redislock/lua/`), registered with `lock.redisson-extra-scripts` so they take the code path of
 //!   Redisson's SHA1s.
 //! - Every other command pays nothing: `SET` throughput with the filter installed (`native`)
 //!   and not (`lua`), and callgrind instructions per `SET` inside `call()` in both modes.

@@ -10,16 +10,18 @@ use crate::resp::{Conn, R};
 use crate::server::Opts;
 use std::collections::BTreeMap;
 
-pub const ACQUIRE: &str = include_str!("../../lua/acquire.lua");
-pub const UNLOCK_PUBLISH: &str = include_str!("../../lua/unlock-publish.lua");
-pub const UNLOCK: &str = include_str!("../../lua/unlock.lua");
-pub const UNLOCK_LATCH: &str = include_str!("../../lua/unlock-latch.lua");
-pub const FORCEUNLOCK_PUBLISH: &str = include_str!("../../lua/forceunlock-publish.lua");
-pub const FORCEUNLOCK: &str = include_str!("../../lua/forceunlock.lua");
-pub const RENEW: &str = include_str!("../../lua/renew.lua");
-pub const RENEW_BATCH: &str = include_str!("../../lua/renew-batch.lua");
-pub const FENCED_ACQUIRE: &str = include_str!("../../lua/fenced-acquire.lua");
-pub const FENCED_ACQUIRE_PLAIN: &str = include_str!("../../lua/fenced-acquire-plain.lua");
+pub const ACQUIRE: &str = include_str!("../../clients/python/src/redislock/lua/acquire.lua");
+pub const UNLOCK_PUBLISH: &str = include_str!("../../clients/python/src/redislock/lua/unlock-publish.lua");
+pub const UNLOCK: &str = include_str!("../../clients/python/src/redislock/lua/unlock.lua");
+pub const UNLOCK_LATCH: &str = include_str!("../../clients/python/src/redislock/lua/unlock-latch.lua");
+pub const FORCEUNLOCK_PUBLISH: &str =
+    include_str!("../../clients/python/src/redislock/lua/forceunlock-publish.lua");
+pub const FORCEUNLOCK: &str = include_str!("../../clients/python/src/redislock/lua/forceunlock.lua");
+pub const RENEW: &str = include_str!("../../clients/python/src/redislock/lua/renew.lua");
+pub const RENEW_BATCH: &str = include_str!("../../clients/python/src/redislock/lua/renew-batch.lua");
+pub const FENCED_ACQUIRE: &str = include_str!("../../clients/python/src/redislock/lua/fenced-acquire.lua");
+pub const FENCED_ACQUIRE_PLAIN: &str =
+    include_str!("../../clients/python/src/redislock/lua/fenced-acquire-plain.lua");
 
 /// (kind, source) of every script, in the order of the module's kind table.
 pub const SOURCES: [(&str, &str); 10] = [

@@ -11,7 +11,7 @@
 //! replica. Some critical sections also pause longer than their lease (a GC pause).
 //!
 //! Run twice: tokens from `LOCK.ACQUIRE ... FENCE`, and tokens from a plain counter (Redisson's
-//! `RFencedLock` algorithm, INCR of the token key, our own Lua in `lua/fenced-acquire.lua`).
+//! `RFencedLock` algorithm, INCR of the token key, our own Lua in `clients/python/src/redislock/lua/fenced-acquire.lua`).
 //! For each: failovers, grants, overlapping holders (a client entered while another still
 //! believed it held the lock), writes accepted, stale writes rejected, the current holder's
 //! writes rejected, and stale writes accepted: writes of a superseded grant (a newer grant has

@@ -16,7 +16,7 @@ import redis
 
 REPO = Path(__file__).resolve().parents[3]
 MODULE_PATH = Path(os.environ.get("LOCK_MODULE", REPO / "target" / "release" / "libredis_lock.so")).resolve()
-LUA_DIR = REPO / "lua"
+LUA_DIR = REPO / "clients" / "python" / "src" / "redislock" / "lua"
 
 
 def free_port() -> int:
