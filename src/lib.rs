@@ -1,46 +1,24 @@
 //! redis-lock: a Redis module with native, Redisson-compatible distributed lock commands.
 //!
-//! Layout (one concern per file):
-//! - `args`: argument parsing (pure)
-//! - `state`: lock state transitions (pure)
-//! - `queue`: the per-key FIFO waiter queue (pure)
-//! - `rm`: thin wrappers over the raw module API
-//! - `effects`: writes with their replication, notifications and release message;
-//!   `replicate`: how those effects are propagated (through the command's argv when they fit)
-//! - `commands`: the LOCK.* handlers
-//! - `wait`: blocking, handoff, lease timers and keyspace/server events
-//! - `fence`: how the next fencing token is chosen (pure); `token`: the token key's reads/writes
-//! - `redisson_scripts`: Redisson's lock scripts by SHA1, exact-shape checks (pure);
-//!   `script_filter`: the command filter that routes them; `redisson_native`: LOCK.REDISSON
-//! - `timing`: timer periods, capped and re-armed (pure)
-//! - `cluster`: slot checks before grants made outside a command
-//! - `config`, `stats`, `cmdinfo`: configs, INFO section, command registration and docs
+//! Layout (see docs/internals.md):
+//! - `logic/`: pure code (parsing, state transitions, the waiter queue, fencing-token math,
+//!   Redisson's script table, timer periods); no `redis_module` import; unit-tested and fuzzed
+//! - `ffi/`: the boundary with the server (raw module API, unsafe, C callbacks)
+//! - `module/`: the glue (command handlers, effects, waiting and handoff, the Redisson filter and
+//!   native scripts, ACL and write checks, cluster checks)
+//! - `registry/`: leaves (configs, INFO counters, command registration and docs)
+//! - this file: load, unload and server-event subscriptions
 
-pub mod args;
-pub mod fence;
-pub mod luanum;
-pub mod queue;
-pub mod redisson_scripts;
-pub mod state;
-pub mod timing;
+pub mod logic;
 
-mod acl;
-mod cluster;
-mod cmdinfo;
-mod commands;
-mod config;
-mod effects;
-mod redisson_native;
-mod replicate;
-mod rm;
-mod script_filter;
-mod stats;
-mod token;
-mod wait;
-mod writes;
+mod ffi;
+mod module;
+mod registry;
 
+use ffi::rm::{self, rm};
+use module::{acl, cluster, redisson::filter as script_filter, wait, writes};
 use redis_module::{raw, redis_module, Context, RedisString, Status};
-use rm::rm;
+use registry::{cmdinfo, config, stats};
 use std::os::raw::c_int;
 
 #[cfg(not(any(test, feature = "fuzzing")))]
@@ -76,7 +54,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     install_panic_hook();
     reset_statics();
     rm::init_constants();
-    replicate::init();
+    ffi::replication::init();
     cluster::init(ctx.ctx);
     let ctx = ctx.ctx;
     let arg_bytes: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();

@@ -1,4 +1,4 @@
-//! Fuzz the argument parsers (`redis_lock::args`) against an independent model of the spec.
+//! Fuzz the argument parsers (`redis_lock::logic::args`) against an independent model of the spec.
 //!
 //! The input becomes an argv (raw bytes mixed with interesting tokens: integers at the i64
 //! edges, `WAIT` and `FENCE` in any case, empty strings) fed to every parser. Properties:
@@ -15,7 +15,7 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use redis_lock::args::{self, ArgError, LEASE, TIMEOUT};
+use redis_lock::logic::args::{self, ArgError, LEASE, TIMEOUT};
 
 #[derive(Arbitrary, Debug)]
 enum Tok {

@@ -13,14 +13,14 @@
 //! LOCK.* waiters hands it to the head waiter (no message), and the effects reach replicas and
 //! the AOF with absolute deadlines.
 
-use crate::acl::{self, Cmd, Step};
-use crate::cluster;
-use crate::commands::{self, Refusal};
-use crate::effects;
-use crate::redisson_scripts::{self, Call, Kind, Publish};
-use crate::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
-use crate::stats;
-use crate::wait;
+use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::logic::redisson::{self, Call, Kind, Publish};
+use crate::module::acl::{self, Cmd, Step};
+use crate::module::cluster;
+use crate::module::commands::{self, Refusal};
+use crate::module::effects;
+use crate::module::wait;
+use crate::registry::stats;
 use redis_module::raw;
 use std::os::raw::c_int;
 
@@ -85,25 +85,26 @@ fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]])
         None => {
             let evalsha = script.len() == 40 && script.iter().all(u8::is_ascii_hexdigit);
             // A disabled (or renamed) EVAL / EVALSHA stays disabled through this command too.
-            if !crate::script_filter::resolves(evalsha) {
+            if !crate::module::redisson::filter::resolves(evalsha) {
                 return Err(Refusal::Reply(
                     "ERR unknown command: EVAL / EVALSHA are disabled on this server",
                 ));
             }
-            match crate::script_filter::lookup(evalsha, script) {
+            match crate::module::redisson::filter::lookup(evalsha, script) {
                 Some(kind) => (kind, evalsha),
                 None => return lua(ctx, None, evalsha, strs),
             }
         }
     };
-    let Ok(call) = redisson_scripts::parse(kind, rest) else {
+    let Ok(call) = redisson::parse(kind, rest) else {
         return lua(ctx, Some(kind), evalsha, strs);
     };
     let flags = rm::ctx_flags(ctx);
     if flags & (raw::REDISMODULE_CTX_FLAGS_READONLY | raw::REDISMODULE_CTX_FLAGS_OOM) != 0 {
         return lua(ctx, Some(kind), evalsha, strs);
     }
-    let numkeys = rest.first().and_then(|n| crate::args::parse_i64(n)).and_then(|n| usize::try_from(n).ok());
+    let numkeys =
+        rest.first().and_then(|n| crate::logic::args::parse_i64(n)).and_then(|n| usize::try_from(n).ok());
     // The user must be allowed the EVAL / EVALSHA the client sent, with the script's keys.
     let user = acl::calling_user(ctx);
     if let Some(u) = &user {
@@ -165,7 +166,7 @@ fn lua(ctx: Ctx, kind: Option<Kind>, evalsha: bool, strs: &[RStr]) -> Result<(),
 /// A hash field's value as the integer HINCRBY would read: absent -> `Ok(None)`,
 /// not an integer -> `Err` (HINCRBY would raise an error).
 fn field_count(key: &Key, owner: RStr) -> Result<Option<i64>, ToLua> {
-    match key.hash_get(owner, crate::args::parse_i64) {
+    match key.hash_get(owner, crate::logic::args::parse_i64) {
         None => Ok(None),
         Some(Some(n)) => Ok(Some(n)),
         Some(None) => Err(ToLua),
@@ -247,7 +248,7 @@ fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: b
         let tkey = Key::write(ctx, tname);
         let stored = match tkey.kind() {
             KeyKind::Empty => 0,
-            _ if tkey.is_string() => tkey.string_get(crate::args::parse_i64).flatten().ok_or(ToLua)?,
+            _ if tkey.is_string() => tkey.string_get(crate::logic::args::parse_i64).flatten().ok_or(ToLua)?,
             _ => return Err(ToLua),
         };
         Some((tkey, tname, stored.checked_add(1).ok_or(ToLua)?))
@@ -358,7 +359,7 @@ fn unlock(
             KeyKind::Empty => {}
             _ if latch.is_string() => {
                 // `return tonumber(value)`: nil for what Lua does not convert.
-                let v = latch.string_get(crate::luanum::latch_reply).ok_or(ToLua)?;
+                let v = latch.string_get(crate::ffi::luanum::latch_reply).ok_or(ToLua)?;
                 if !a.allowed(ctx, &a.path_of(&[get_latch])) {
                     return Ok(());
                 }
@@ -532,7 +533,7 @@ fn renew(ctx: Ctx, a: &Argv, lease: Option<i64>, n: usize, batch: bool, now: i64
 /// routes module commands in a cluster by their legacy key range or this callback only).
 fn key_positions(ctx: Ctx, strs: &[RStr]) {
     let n = strs.len() as i64;
-    let numkeys = strs.get(2).and_then(|s| crate::args::parse_i64(rm::bytes(*s))).unwrap_or(0);
+    let numkeys = strs.get(2).and_then(|s| crate::logic::args::parse_i64(rm::bytes(*s))).unwrap_or(0);
     for pos in 3..3 + numkeys.clamp(0, (n - 3).max(0)) {
         rm!(RedisModule_KeyAtPos(ctx, pos as c_int) else ());
     }
@@ -548,6 +549,6 @@ pub unsafe extern "C" fn redisson_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) ->
         key_positions(ctx, strs);
         return raw::REDISMODULE_OK as c_int;
     }
-    let called = strs.first().and_then(|name| crate::script_filter::identify(*name));
+    let called = strs.first().and_then(|name| crate::module::redisson::filter::identify(*name));
     commands::run(ctx, argv, argc, |ctx, s, b| handle(ctx, called, s, b))
 }

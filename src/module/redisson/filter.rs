@@ -14,9 +14,9 @@
 //! kind, EVAL or EVALSHA): the command recognises which by the object's address, so it neither
 //! hashes a body twice nor re-checks what the filter checked. Nothing else is touched.
 
-use crate::redisson_scripts::{self, Kind, Table, KINDS};
-use crate::rm::{self, rm, Ctx, OwnedStr, RStr};
-use crate::stats;
+use crate::ffi::rm::{self, rm, Ctx, OwnedStr, RStr};
+use crate::logic::redisson::{self, Kind, Table, KINDS};
+use crate::registry::stats;
 use redis_module::raw;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -96,7 +96,7 @@ pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
         RESOLVED.store(read_resolved(ctx) | 0x80, Ordering::Relaxed);
     }
     // Permissions may have changed while the filter was off (it watches ACL commands).
-    crate::acl::invalidate();
+    crate::module::acl::invalidate();
     let current = FILTER.load(Ordering::Relaxed);
     if on && current == 0 {
         let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
@@ -143,15 +143,15 @@ unsafe extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     let argc = rm!(RedisModule_CommandFilterArgsCount(fctx) else 0);
     let arg = |i: c_int| rm::bytes(rm!(RedisModule_CommandFilterArgGet(fctx, i) else std::ptr::null_mut()));
     if argc < 4 {
-        if argc > 0 && crate::acl::changes_permissions(arg(0)) {
-            crate::acl::invalidate();
+        if argc > 0 && crate::module::acl::changes_permissions(arg(0)) {
+            crate::module::acl::invalidate();
         }
         return;
     }
     let name0 = arg(0);
     let Some(evalsha) = eval_kind(name0) else {
-        if crate::acl::changes_permissions(name0) {
-            crate::acl::invalidate();
+        if crate::module::acl::changes_permissions(name0) {
+            crate::module::acl::invalidate();
         }
         return;
     };
@@ -169,7 +169,7 @@ unsafe extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
             heap = (2..argc).map(arg).collect();
             &heap
         };
-        if redisson_scripts::parse(kind, rest).is_err() {
+        if redisson::parse(kind, rest).is_err() {
             stats::redisson_lua(kind);
             return None;
         }

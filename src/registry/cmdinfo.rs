@@ -2,9 +2,9 @@
 //! (summary, complexity, arity, key specs, arguments) through the raw `RM_SetCommandInfo`
 //! (7.0), and ACL categories on servers that have `RM_SetCommandACLCategories` (7.2+).
 
-use crate::commands;
-use crate::redisson_native;
-use crate::rm::{self, rm, Ctx};
+use crate::ffi::rm::{self, rm, Ctx};
+use crate::module::commands;
+use crate::module::redisson::native;
 use redis_module::raw;
 use std::ffi::CStr;
 use std::os::raw::c_int;
@@ -139,7 +139,7 @@ const SPECS: [Spec; 6] = [
     },
     Spec {
         name: c"lock.redisson",
-        handler: redisson_native::redisson_cmd,
+        handler: native::redisson_cmd,
         // Like EVAL: not flagged write (a script decides at run time; on a read-only replica or
         // under OOM the call runs in Lua and fails or succeeds as the script does).
         flags: c"deny-script may-replicate allow-stale no-mandatory-keys getkeys-api",

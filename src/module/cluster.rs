@@ -6,7 +6,7 @@
 //! asks `CLUSTER NODES` whether this node still serves the slot and is not migrating it.
 //! `RM_ClusterKeySlot` is 7.4+, so the slot is computed here (CRC16-XMODEM, hash tags).
 
-use crate::rm::{rm, Ctx};
+use crate::ffi::rm::{rm, Ctx};
 use redis_module::raw;
 use std::os::raw::c_char;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,7 +63,7 @@ static CLUSTER_MODE: AtomicBool = AtomicBool::new(false);
 
 /// Record whether the server runs with `cluster-enabled yes` (fixed for the process's life).
 pub fn init(ctx: Ctx) {
-    let on = crate::rm::ctx_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0;
+    let on = crate::ffi::rm::ctx_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0;
     CLUSTER_MODE.store(on, Ordering::Relaxed);
 }
 

@@ -1,6 +1,6 @@
 //! Counters shown in the `lock_stats` INFO section.
 
-use crate::rm::{rm, Ctx};
+use crate::ffi::rm::{rm, Ctx};
 use redis_module::raw;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -105,13 +105,13 @@ pub fn reset() {
 static REDISSON_NATIVE: [Counter; 10] = [const { Counter::new() }; 10];
 static REDISSON_LUA: [Counter; 10] = [const { Counter::new() }; 10];
 
-pub fn redisson_native(kind: crate::redisson_scripts::Kind) {
+pub fn redisson_native(kind: crate::logic::redisson::Kind) {
     if let Some(c) = REDISSON_NATIVE.get(kind.index()) {
         c.inc();
     }
 }
 
-pub fn redisson_lua(kind: crate::redisson_scripts::Kind) {
+pub fn redisson_lua(kind: crate::logic::redisson::Kind) {
     if let Some(c) = REDISSON_LUA.get(kind.index()) {
         c.inc();
     }
@@ -123,7 +123,7 @@ pub unsafe extern "C" fn info(ictx: *mut raw::RedisModuleInfoCtx, _for_crash_rep
     for (name, c) in FIELDS {
         rm!(RedisModule_InfoAddFieldULongLong(ictx, name.as_ptr(), c.get()) else 0);
     }
-    for (i, kind) in crate::redisson_scripts::KINDS.iter().enumerate() {
+    for (i, kind) in crate::logic::redisson::KINDS.iter().enumerate() {
         let base = kind.name().replace('-', "_");
         for (suffix, counters) in [("native", &REDISSON_NATIVE), ("lua", &REDISSON_LUA)] {
             let n = counters.get(i).map_or(0, Counter::get);
@@ -132,11 +132,11 @@ pub unsafe extern "C" fn info(ictx: *mut raw::RedisModuleInfoCtx, _for_crash_rep
             }
         }
     }
-    let (waiters, keys, turns) = crate::wait::gauges();
+    let (waiters, keys, turns) = crate::module::wait::gauges();
     rm!(RedisModule_InfoAddFieldULongLong(ictx, c"waiters".as_ptr(), waiters as u64) else 0);
     rm!(RedisModule_InfoAddFieldULongLong(ictx, c"keys_with_waiters".as_ptr(), keys as u64) else 0);
     rm!(RedisModule_InfoAddFieldULongLong(ictx, c"script_turns_waiting".as_ptr(), turns as u64) else 0);
-    let bytes = crate::wait::owner_bytes() as u64;
+    let bytes = crate::module::wait::owner_bytes() as u64;
     rm!(RedisModule_InfoAddFieldULongLong(ictx, c"waiter_bytes".as_ptr(), bytes) else 0);
 }
 

@@ -6,7 +6,7 @@
 //! after `loadmodule`, as module arguments (`loadmodule ... publish-mode global`), and with
 //! CONFIG SET/GET.
 
-use crate::rm::{self, rm, Ctx, RStr};
+use crate::ffi::rm::{self, rm, Ctx, RStr};
 use redis_module::raw;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
@@ -66,12 +66,12 @@ static TOKEN_TTL: AtomicI64 = AtomicI64::new(0);
 
 /// Build the release channel of `key` under the current prefix.
 pub fn channel(key: &[u8]) -> Vec<u8> {
-    PREFIX.with(|p| crate::args::channel_name(p, key))
+    PREFIX.with(|p| crate::logic::args::channel_name(p, key))
 }
 
 /// Build the fencing-token key of lock `key` under the current token prefix.
 pub fn token_key(key: &[u8]) -> Vec<u8> {
-    TOKEN_PREFIX.with(|p| crate::fence::token_key(p, key))
+    TOKEN_PREFIX.with(|p| crate::logic::fence::token_key(p, key))
 }
 
 /// Whether `lock.redisson-scripts` is `native`.
@@ -150,7 +150,7 @@ unsafe extern "C" fn set_scripts(
 
 /// Apply `lock.redisson-scripts` after CONFIG SET: install or remove the command filter.
 unsafe extern "C" fn apply_scripts(ctx: Ctx, _pd: *mut c_void, err: *mut RStr) -> c_int {
-    match crate::script_filter::install(ctx, redisson_native()) {
+    match crate::module::redisson::filter::install(ctx, redisson_native()) {
         Ok(()) => raw::REDISMODULE_OK as c_int,
         Err(e) => {
             if !err.is_null() {
@@ -174,7 +174,7 @@ unsafe extern "C" fn get_extra(_name: *const c_char, _pd: *mut c_void) -> RStr {
 
 unsafe extern "C" fn set_extra(_name: *const c_char, val: RStr, _pd: *mut c_void, err: *mut RStr) -> c_int {
     let b = rm::bytes(val);
-    match crate::script_filter::set_extra(b) {
+    match crate::module::redisson::filter::set_extra(b) {
         Ok(()) => {
             *REDISSON_EXTRA.lock().unwrap_or_else(PoisonError::into_inner) = b.to_vec();
             raw::REDISMODULE_OK as c_int
@@ -256,7 +256,7 @@ pub fn register(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
     MODE.store(mode_default as u8, Ordering::Relaxed);
     let ttl_default = match module_arg(args, "token-ttl") {
         None => 0,
-        Some(v) => crate::args::parse_i64(v)
+        Some(v) => crate::logic::args::parse_i64(v)
             .filter(|t| *t >= 0)
             .ok_or_else(|| "token-ttl must be an integer >= 0 (milliseconds)".to_string())?,
     };
@@ -313,7 +313,7 @@ pub fn register(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
         std::ptr::null_mut(),
     ) else raw::REDISMODULE_ERR as c_int);
     let extra = module_arg(args, "redisson-extra-scripts").unwrap_or(b"");
-    crate::script_filter::set_extra(extra).map_err(|e| format!("redisson-extra-scripts: {e}"))?;
+    crate::module::redisson::filter::set_extra(extra).map_err(|e| format!("redisson-extra-scripts: {e}"))?;
     *REDISSON_EXTRA.lock().unwrap_or_else(PoisonError::into_inner) = extra.to_vec();
     let mut extra_c = extra.to_vec();
     extra_c.push(0);
@@ -334,7 +334,7 @@ pub fn register(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
     if rm!(RedisModule_LoadConfigs(ctx) else raw::REDISMODULE_ERR as c_int) != raw::REDISMODULE_OK as c_int {
         return Err("could not load the module configs".into());
     }
-    crate::script_filter::install(ctx, redisson_native())
+    crate::module::redisson::filter::install(ctx, redisson_native())
 }
 
 // ---- limits: what the module keeps per waiter and per Redisson turn (spec section 9) ---------
@@ -394,7 +394,7 @@ fn register_limits(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
         let name = l.name.to_string_lossy();
         let default = match module_arg(args, &name) {
             None => l.default,
-            Some(v) => crate::args::parse_i64(v)
+            Some(v) => crate::logic::args::parse_i64(v)
                 .filter(|n| *n >= 0)
                 .ok_or_else(|| format!("{name} must be an integer >= 0"))?,
         };

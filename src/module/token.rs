@@ -1,11 +1,11 @@
 //! The fencing-token key of a lock (`LOCK.ACQUIRE ... FENCE`): read and checked before a grant
 //! writes anything, then written with its effects. The token itself is chosen in `fence.rs`.
 
-use crate::config;
-use crate::fence::{self, FenceError};
-use crate::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr};
-use crate::state::StateError;
-use crate::stats;
+use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr};
+use crate::logic::fence::{self, FenceError};
+use crate::logic::state::StateError;
+use crate::registry::config;
+use crate::registry::stats;
 use redis_module::raw;
 use std::os::raw::c_int;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -36,7 +36,9 @@ fn now_us() -> i64 {
 /// already holds the lock) the stored token is kept when there is one.
 pub fn prepare_for(ctx: Ctx, lock: &[u8], reentrant: bool) -> Result<Pending, &'static str> {
     let tname = config::token_key(lock);
-    if crate::cluster::enabled() && crate::cluster::key_slot(&tname) != crate::cluster::key_slot(lock) {
+    if crate::module::cluster::enabled()
+        && crate::module::cluster::key_slot(&tname) != crate::module::cluster::key_slot(lock)
+    {
         return Err(CROSSSLOT);
     }
     let name = OwnedStr::new(&tname);

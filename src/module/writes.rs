@@ -13,7 +13,7 @@
 //! the server's own text. The answer is kept until a server event that can change it (cron,
 //! CONFIG SET, replica connected or gone, master link, persistence, loading, role change).
 
-use crate::rm::{self, rm, CallReply, Ctx, RStr};
+use crate::ffi::rm::{self, rm, CallReply, Ctx, RStr};
 use redis_module::raw;
 use std::os::raw::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};

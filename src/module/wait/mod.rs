@@ -7,13 +7,13 @@
 //! foreign script, a type change...), and the FLUSHDB/FLUSHALL server event. Those paths write
 //! from a 0 ms timer, never inside the event callback.
 
-use crate::effects;
-use crate::queue::{KeyId, WaitQueues, Waiter};
-use crate::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
-use crate::state::StateError;
-use crate::stats;
-use crate::timing;
-use crate::token;
+use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::logic::queue::{KeyId, WaitQueues, Waiter};
+use crate::logic::state::StateError;
+use crate::logic::timing;
+use crate::module::effects;
+use crate::module::token;
+use crate::registry::stats;
 use redis_module::raw;
 use std::collections::{HashMap, HashSet};
 use std::os::raw::{c_int, c_void};
@@ -95,14 +95,14 @@ pub fn owner_bytes() -> usize {
 
 /// Whether `lock.max-waiter-bytes` lets an owner id of `len` bytes be kept.
 fn owner_fits(len: usize) -> bool {
-    i64::try_from(len).is_ok_and(|n| n <= crate::config::MAX_WAITER_BYTES.get())
+    i64::try_from(len).is_ok_and(|n| n <= crate::registry::config::MAX_WAITER_BYTES.get())
 }
 
 /// May a client with this owner id block now (`lock.max-waiters`, `lock.max-waiter-bytes`)?
 /// When not, counted in `waits_refused`; the caller serves the request as without WAIT.
 pub fn admit(owner: &[u8]) -> bool {
     let waiters = i64::try_from(WAITERS.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
-    let ok = waiters < crate::config::MAX_WAITERS.get() && owner_fits(owner.len());
+    let ok = waiters < crate::registry::config::MAX_WAITERS.get() && owner_fits(owner.len());
     if !ok {
         stats::WAITS_REFUSED.inc();
     }
@@ -170,7 +170,7 @@ fn take(ctx: Ctx, id: u64) -> Option<Waiter<usize>> {
         Some((w, stale))
     })?;
     if !w.is_turn() {
-        crate::acl::forget_waiter(w.handle);
+        crate::module::acl::forget_waiter(w.handle);
     }
     if let Some(t) = w.timer {
         stop_timer(ctx, t);
@@ -233,7 +233,7 @@ pub fn block(
         return;
     }
     rm!(RedisModule_SetDisconnectCallback(bc, Some(on_disconnect)) else ());
-    crate::acl::remember_waiter(ctx, bc as usize);
+    crate::module::acl::remember_waiter(ctx, bc as usize);
     watch_keyspace(ctx);
     let key: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
     let waiter = Waiter {
@@ -286,7 +286,7 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
     let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
     // A grant is a write: while the server refuses writes (or is out of memory) it is put off;
     // the waiters keep their places and the key is looked at again shortly.
-    if crate::writes::refused_or_oom(ctx, name).is_some() {
+    if crate::module::writes::refused_or_oom(ctx, name).is_some() {
         stats::GRANTS_DEFERRED.inc();
         defer_grant(ctx, kid);
         return false;
@@ -311,7 +311,7 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
             }
         });
         let Some(id) = next else { break };
-        let who = with(|s| s.q.get(id).map(|w| w.handle)).and_then(crate::acl::waiter_user);
+        let who = with(|s| s.q.get(id).map(|w| w.handle)).and_then(crate::module::acl::waiter_user);
         let Some(w) = take(ctx, id) else { break };
         if let Some(until) = w.turn_until {
             if until < now {
@@ -333,10 +333,10 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
         }
         // Where the server re-checks its own blocked commands, a waiter that lost the permission
         // to take the lock (or to write its token key) gets NOPERM instead of the grant.
-        let token_key = w.fence.then(|| crate::config::token_key(&kid.1));
-        if !crate::acl::waiter_may_take(who, &kid.1, &w.owner, token_key.as_deref()) {
+        let token_key = w.fence.then(|| crate::registry::config::token_key(&kid.1));
+        if !crate::module::acl::waiter_may_take(who, &kid.1, &w.owner, token_key.as_deref()) {
             stats::WAITS_FAILED.inc();
-            unblock(w.handle, Outcome::Failed(crate::acl::GRANT_DENIED));
+            unblock(w.handle, Outcome::Failed(crate::module::acl::GRANT_DENIED));
             continue;
         }
         let count = holder.as_ref().map_or(1, |(_, c)| c + 1);
@@ -407,7 +407,7 @@ pub fn queue_turn(ctx: Ctx, name: RStr, owner: &[u8], pttl: i64, now: i64) {
         }
         // Beyond the bounds the acquire is served as without the module: no turn.
         let turns = i64::try_from(s.q.turns()).unwrap_or(i64::MAX);
-        if turns >= crate::config::MAX_SCRIPT_TURNS.get() || !owner_fits(owner.len()) {
+        if turns >= crate::registry::config::MAX_SCRIPT_TURNS.get() || !owner_fits(owner.len()) {
             if s.q.clients_on(&kid) != 0 {
                 stats::TURNS_REFUSED.inc();
             }
@@ -453,7 +453,7 @@ fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
         // that exists (an assertion, the server dies) and would write during a pause. Try later.
         // (The slot check comes first: in a cluster, MEMORY USAGE is only answered for keys
         // this node serves.)
-        KeyKind::Empty if !crate::cluster::may_grant(ctx, &kid.1) => fail_all(ctx, kid, SLOT_MOVED),
+        KeyKind::Empty if !crate::module::cluster::may_grant(ctx, &kid.1) => fail_all(ctx, kid, SLOT_MOVED),
         KeyKind::Empty if physically_present(ctx, name.ptr()) => {
             drop(key);
             schedule_checks_in(ctx, RETRY_MS, |_| vec![kid.clone()]);
@@ -544,7 +544,7 @@ fn reply_pttl_of_argv(ctx: Ctx, argv: *mut RStr, argc: c_int) {
     };
     let pttl = strs.get(1).map_or(-2, |name| Key::read(ctx, *name).pttl());
     let bytes: Vec<&[u8]> = strs.iter().skip(1).map(|s| rm::bytes(*s)).collect();
-    if crate::args::acquire(&bytes).is_ok_and(|a| a.fence) {
+    if crate::logic::args::acquire(&bytes).is_ok_and(|a| a.fence) {
         rm::reply_pair(ctx, pttl, -1);
     } else {
         rm::reply_int(ctx, pttl);

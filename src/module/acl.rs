@@ -10,8 +10,8 @@
 //! pays one table look-up; the table is dropped whenever an `ACL`, `AUTH`, `HELLO`, `RESET` or
 //! `EXEC` passes the command filter, and never filled inside a transaction.
 
-use crate::rm::{self, api, rm, CallReply, Ctx, OwnedStr, RStr};
-use crate::stats;
+use crate::ffi::rm::{self, api, rm, CallReply, Ctx, OwnedStr, RStr};
+use crate::registry::stats;
 use redis_module::raw;
 use std::collections::HashMap;
 use std::os::raw::c_int;
@@ -233,7 +233,7 @@ pub fn calling_user(ctx: Ctx) -> Option<User> {
     if !available() {
         return None;
     }
-    if !crate::script_filter::installed() {
+    if !crate::module::redisson::filter::installed() {
         let name = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut()))?;
         return Some(User::from_name(name));
     }
@@ -297,7 +297,7 @@ pub const GRANT_DENIED: &str =
 /// The FENCE token key of lock `lock` may be written by the calling user.
 pub fn may_write_token(ctx: Ctx, lock: &[u8]) -> Result<(), &'static str> {
     let Some(user) = calling_user(ctx) else { return Ok(()) };
-    let t = OwnedStr::new(&crate::config::token_key(lock));
+    let t = OwnedStr::new(&crate::registry::config::token_key(lock));
     if user.may_write(t.ptr()) {
         Ok(())
     } else {
@@ -358,7 +358,7 @@ impl<'a> Path<'a> {
 pub fn check_path(ctx: Ctx, user: Option<&User>, probe_key: RStr, path: &Path) -> Result<(), String> {
     if !path.record {
         if path.writes {
-            if let Some(e) = crate::writes::refused(ctx, probe_key) {
+            if let Some(e) = crate::module::writes::refused(ctx, probe_key) {
                 stats::WRITES_REFUSED.inc();
                 return Err(e);
             }
@@ -378,7 +378,7 @@ pub fn check_path(ctx: Ctx, user: Option<&User>, probe_key: RStr, path: &Path) -
         }
         if s.write && !wrote {
             wrote = true;
-            if let Some(e) = crate::writes::refused(ctx, probe_key) {
+            if let Some(e) = crate::module::writes::refused(ctx, probe_key) {
                 stats::WRITES_REFUSED.inc();
                 return Err(e);
             }
@@ -399,7 +399,7 @@ pub fn remember_waiter(ctx: Ctx, handle: usize) {
     if !grants_recheck() {
         return;
     }
-    let unrestricted = crate::script_filter::installed() && calling_user(ctx).is_none();
+    let unrestricted = crate::module::redisson::filter::installed() && calling_user(ctx).is_none();
     let since = unrestricted.then(|| EPOCH.load(Ordering::Relaxed));
     if let Some(name) = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut())) {
         let name = rm::bytes(name.ptr()).to_vec();
@@ -432,7 +432,9 @@ pub struct WaiterUser((Vec<u8>, Option<u64>));
 pub fn waiter_may_take(who: Option<WaiterUser>, key: &[u8], owner: &[u8], token: Option<&[u8]>) -> bool {
     let Some(WaiterUser((user_name, since))) = who else { return true };
     // Unrestricted at block time and no permission change seen since.
-    if since.is_some_and(|e| crate::script_filter::installed() && e == EPOCH.load(Ordering::Relaxed)) {
+    if since
+        .is_some_and(|e| crate::module::redisson::filter::installed() && e == EPOCH.load(Ordering::Relaxed))
+    {
         return true;
     }
     let user_name = OwnedStr::new(&user_name);

@@ -1,13 +1,13 @@
 //! The LOCK.* command handlers: parse, read the key, decide (state.rs), write (effects.rs).
 //! Every refusal happens before the first write.
 
-use crate::args::{self, ArgError};
-use crate::effects;
-use crate::rm::{self, rm, Ctx, Key, KeyKind, RStr};
-use crate::state::{self, LockView, StateError};
-use crate::stats;
-use crate::token;
-use crate::wait;
+use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, RStr};
+use crate::logic::args::{self, ArgError};
+use crate::logic::state::{self, LockView, StateError};
+use crate::module::effects;
+use crate::module::token;
+use crate::module::wait;
+use crate::registry::stats;
 use redis_module::raw;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -44,7 +44,7 @@ pub fn run(
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let n = usize::try_from(argc).unwrap_or(0);
         // Effects that fit this command's argv are replicated through it (see replicate.rs).
-        let _scope = crate::replicate::enter(argv, n);
+        let _scope = crate::ffi::replication::enter(argv, n);
         let strs: &[RStr] = if argv.is_null() || n == 0 {
             &[]
         } else {
@@ -119,7 +119,7 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     // FENCE writes the token key: the user must be allowed to (checked before any write, and
     // before a wait whose grant would write it).
     if a.fence {
-        crate::acl::may_write_token(ctx, rm::bytes(name)).map_err(Refusal::Reply)?;
+        crate::module::acl::may_write_token(ctx, rm::bytes(name)).map_err(Refusal::Reply)?;
     }
     let now = rm::millis();
     let deadline = args::deadline(now, a.lease_ms, args::LEASE)?;

@@ -7,7 +7,7 @@
 //! the right number of keys and arguments, and arguments the script would not reject. Whatever
 //! does not match is left to Lua, untouched.
 
-use crate::args::parse_i64;
+use crate::logic::args::parse_i64;
 
 /// What a script does, and its KEYS/ARGV layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -10,7 +10,7 @@
 //! back at once. Replicas and the AOF receive exactly the same plain command either way.
 //! Effects of another length, and grants made outside a command (timers), use `RM_Replicate`.
 
-use crate::rm::{self, Ctx, OwnedStr, RStr};
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
 use std::cell::{Cell, RefCell};
 use std::ptr::null_mut;
 use std::sync::LazyLock;

@@ -30,7 +30,7 @@ impl FenceError {
 
 /// The stored token, as SET or INCR wrote it (Redis's integer rules).
 pub fn parse_stored(raw: &[u8]) -> Result<i64, FenceError> {
-    crate::args::parse_i64(raw).ok_or(FenceError::NotInteger)
+    crate::logic::args::parse_i64(raw).ok_or(FenceError::NotInteger)
 }
 
 /// The token to issue after `stored` (`None`: no token key) at wall-clock time `now_us`.
@@ -43,7 +43,7 @@ pub fn next_token(stored: Option<i64>, now_us: i64) -> Result<i64, FenceError> {
 
 /// Where the token of lock `key` lives: `<prefix>:{key}` (same rule, same slot as the channel).
 pub fn token_key(prefix: &[u8], key: &[u8]) -> Vec<u8> {
-    crate::args::channel_name(prefix, key)
+    crate::logic::args::channel_name(prefix, key)
 }
 
 #[cfg(test)]

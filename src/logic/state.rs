@@ -35,7 +35,7 @@ impl StateError {
 
 /// A hold count as HINCRBY writes it: a decimal integer >= 1.
 pub fn parse_count(raw: &[u8]) -> Result<i64, StateError> {
-    match crate::args::parse_i64(raw) {
+    match crate::logic::args::parse_i64(raw) {
         Some(n) if n >= 1 => Ok(n),
         _ => Err(StateError::CorruptCount),
     }

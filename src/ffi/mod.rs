@@ -1,0 +1,5 @@
+//! The boundary with the server: raw module API calls, `unsafe`, `extern "C"` callbacks.
+
+pub mod luanum;
+pub mod replication;
+pub mod rm;
