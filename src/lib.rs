@@ -19,6 +19,7 @@ use ffi::rm::{self, rm};
 use module::{acl, cluster, redisson::filter as script_filter, wait, writes};
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 use registry::{cmdinfo, config, stats};
+use std::ffi::CStr;
 use std::os::raw::c_int;
 
 #[cfg(not(any(test, feature = "fuzzing")))]
@@ -60,10 +61,19 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     let arg_bytes: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
     let context = Context::new(ctx);
     rm!(RedisModule_SetModuleOptions(ctx, raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int) else ());
-    if let Err(e) = config::register(ctx, &arg_bytes) {
+    let hooks = config::FilterHooks { install: script_filter::install, set_extra: script_filter::set_extra };
+    if let Err(e) = config::register(ctx, &arg_bytes, hooks) {
         return fail(&context, &e);
     }
-    if let Err(e) = cmdinfo::register(ctx) {
+    let handlers: [(&CStr, cmdinfo::Cmd); 6] = [
+        (c"lock.acquire", module::commands::acquire_cmd),
+        (c"lock.release", module::commands::release_cmd),
+        (c"lock.renew", module::commands::renew_cmd),
+        (c"lock.forcerelease", module::commands::force_release_cmd),
+        (c"lock.info", module::commands::info_cmd),
+        (c"lock.redisson", module::redisson::native::redisson_cmd),
+    ];
+    if let Err(e) = cmdinfo::register(ctx, &handlers) {
         return fail(&context, &e);
     }
     stats::register_info(ctx);

@@ -107,8 +107,21 @@ pub fn invalidate() {
 
 /// Module load and unload: every cached answer and remembered waiting user is dropped.
 pub fn reset() {
+    FILTER_INSTALLED.store(false, Ordering::Relaxed);
     invalidate();
     WAITING.lock().unwrap_or_else(PoisonError::into_inner).clear();
+}
+
+/// Whether the command filter is installed (it then sees every ACL change); set by the filter.
+static FILTER_INSTALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The filter says whether it is installed (redisson/filter.rs).
+pub fn set_filter_installed(on: bool) {
+    FILTER_INSTALLED.store(on, Ordering::Relaxed);
+}
+
+fn filter_installed() -> bool {
+    FILTER_INSTALLED.load(Ordering::Relaxed)
 }
 
 /// Whether `name` (a command name as the client sent it) can change permissions: ACL, AUTH,
@@ -233,7 +246,7 @@ pub fn calling_user(ctx: Ctx) -> Option<User> {
     if !available() {
         return None;
     }
-    if !crate::module::redisson::filter::installed() {
+    if !filter_installed() {
         let name = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut()))?;
         return Some(User::from_name(name));
     }
@@ -399,7 +412,7 @@ pub fn remember_waiter(ctx: Ctx, handle: usize) {
     if !grants_recheck() {
         return;
     }
-    let unrestricted = crate::module::redisson::filter::installed() && calling_user(ctx).is_none();
+    let unrestricted = filter_installed() && calling_user(ctx).is_none();
     let since = unrestricted.then(|| EPOCH.load(Ordering::Relaxed));
     if let Some(name) = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut())) {
         let name = rm::bytes(name.ptr()).to_vec();
@@ -432,9 +445,7 @@ pub struct WaiterUser((Vec<u8>, Option<u64>));
 pub fn waiter_may_take(who: Option<WaiterUser>, key: &[u8], owner: &[u8], token: Option<&[u8]>) -> bool {
     let Some(WaiterUser((user_name, since))) = who else { return true };
     // Unrestricted at block time and no permission change seen since.
-    if since
-        .is_some_and(|e| crate::module::redisson::filter::installed() && e == EPOCH.load(Ordering::Relaxed))
-    {
+    if since.is_some_and(|e| filter_installed() && e == EPOCH.load(Ordering::Relaxed)) {
         return true;
     }
     let user_name = OwnedStr::new(&user_name);

@@ -3,14 +3,13 @@
 //! (7.0), and ACL categories on servers that have `RM_SetCommandACLCategories` (7.2+).
 
 use crate::ffi::rm::{self, rm, Ctx};
-use crate::module::commands;
-use crate::module::redisson::native;
 use redis_module::raw;
 use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::ptr::{null, null_mut};
 
-type Cmd = unsafe extern "C" fn(Ctx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+/// A command's C entry point; `lib.rs` passes them in (the registry imports no glue).
+pub type Cmd = unsafe extern "C" fn(Ctx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
 #[derive(Clone, Copy)]
 enum ArgKind {
@@ -48,7 +47,6 @@ enum Keys {
 
 struct Spec {
     name: &'static CStr,
-    handler: Cmd,
     flags: &'static CStr,
     acl: &'static CStr,
     arity: c_int,
@@ -68,7 +66,6 @@ const RO_ACCESS: u32 = raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_AC
 const SPECS: [Spec; 6] = [
     Spec {
         name: c"lock.acquire",
-        handler: commands::acquire_cmd,
         flags: c"write deny-oom",
         acl: c"write blocking",
         arity: -4,
@@ -87,7 +84,6 @@ const SPECS: [Spec; 6] = [
     },
     Spec {
         name: c"lock.release",
-        handler: commands::release_cmd,
         flags: c"write",
         acl: c"write fast",
         arity: -3,
@@ -103,7 +99,6 @@ const SPECS: [Spec; 6] = [
     },
     Spec {
         name: c"lock.renew",
-        handler: commands::renew_cmd,
         flags: c"write fast",
         acl: c"write fast",
         arity: 4,
@@ -115,7 +110,6 @@ const SPECS: [Spec; 6] = [
     },
     Spec {
         name: c"lock.forcerelease",
-        handler: commands::force_release_cmd,
         flags: c"write fast",
         acl: c"write fast",
         arity: 2,
@@ -127,7 +121,6 @@ const SPECS: [Spec; 6] = [
     },
     Spec {
         name: c"lock.info",
-        handler: commands::info_cmd,
         flags: c"readonly fast",
         acl: c"read fast",
         arity: 2,
@@ -139,7 +132,6 @@ const SPECS: [Spec; 6] = [
     },
     Spec {
         name: c"lock.redisson",
-        handler: native::redisson_cmd,
         // Like EVAL: not flagged write (a script decides at run time; on a read-only replica or
         // under OOM the call runs in Lua and fails or succeeds as the script does).
         flags: c"deny-script may-replicate allow-stale no-mandatory-keys getkeys-api",
@@ -241,9 +233,13 @@ fn describe(ctx: Ctx, spec: &Spec) -> Result<(), String> {
     Ok(())
 }
 
-/// Create every LOCK.* command and describe it.
-pub fn register(ctx: Ctx) -> Result<(), String> {
+/// Create every LOCK.* command and describe it; `handlers` gives each command's entry point by
+/// name.
+pub fn register(ctx: Ctx, handlers: &[(&CStr, Cmd)]) -> Result<(), String> {
     for spec in &SPECS {
+        let Some(&(_, handler)) = handlers.iter().find(|(name, _)| *name == spec.name) else {
+            return Err(format!("no handler for command {:?}", spec.name));
+        };
         let (first, last, step) = match spec.keys {
             Keys::First => (1, 1, 1),
             Keys::Numkeys(_) => (0, 0, 0),
@@ -251,7 +247,7 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
         let ok = rm!(RedisModule_CreateCommand(
             ctx,
             spec.name.as_ptr(),
-            Some(spec.handler),
+            Some(handler),
             spec.flags.as_ptr(),
             first,
             last,

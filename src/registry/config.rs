@@ -148,9 +148,26 @@ unsafe extern "C" fn set_scripts(
     raw::REDISMODULE_OK as c_int
 }
 
+/// What the Redisson configs act on: the command filter (module/redisson/filter.rs). `lib.rs`
+/// wires it in at load, so the configs stay a leaf that imports no glue.
+#[derive(Clone, Copy)]
+pub struct FilterHooks {
+    /// Install (`true`) or remove the filter.
+    pub install: fn(Ctx, bool) -> Result<(), String>,
+    /// Replace the extra script entries.
+    pub set_extra: fn(&[u8]) -> Result<(), String>,
+}
+
+static HOOKS: std::sync::RwLock<FilterHooks> =
+    std::sync::RwLock::new(FilterHooks { install: |_, _| Ok(()), set_extra: |_| Ok(()) });
+
+fn filter_hooks() -> FilterHooks {
+    *HOOKS.read().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// Apply `lock.redisson-scripts` after CONFIG SET: install or remove the command filter.
 unsafe extern "C" fn apply_scripts(ctx: Ctx, _pd: *mut c_void, err: *mut RStr) -> c_int {
-    match crate::module::redisson::filter::install(ctx, redisson_native()) {
+    match (filter_hooks().install)(ctx, redisson_native()) {
         Ok(()) => raw::REDISMODULE_OK as c_int,
         Err(e) => {
             if !err.is_null() {
@@ -174,7 +191,7 @@ unsafe extern "C" fn get_extra(_name: *const c_char, _pd: *mut c_void) -> RStr {
 
 unsafe extern "C" fn set_extra(_name: *const c_char, val: RStr, _pd: *mut c_void, err: *mut RStr) -> c_int {
     let b = rm::bytes(val);
-    match crate::module::redisson::filter::set_extra(b) {
+    match (filter_hooks().set_extra)(b) {
         Ok(()) => {
             *REDISSON_EXTRA.lock().unwrap_or_else(PoisonError::into_inner) = b.to_vec();
             raw::REDISMODULE_OK as c_int
@@ -242,7 +259,8 @@ fn register_str(ctx: Ctx, args: &[&[u8]], cfg: &'static StrConfig) -> Result<(),
 }
 
 /// Register every config, taking defaults from the module arguments. `Err` names the problem.
-pub fn register(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
+pub fn register(ctx: Ctx, args: &[&[u8]], hooks: FilterHooks) -> Result<(), String> {
+    *HOOKS.write().unwrap_or_else(PoisonError::into_inner) = hooks;
     register_str(ctx, args, &PREFIX)?;
     register_str(ctx, args, &TOKEN_PREFIX)?;
     let mode_default = match module_arg(args, "publish-mode") {
@@ -313,7 +331,7 @@ pub fn register(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
         std::ptr::null_mut(),
     ) else raw::REDISMODULE_ERR as c_int);
     let extra = module_arg(args, "redisson-extra-scripts").unwrap_or(b"");
-    crate::module::redisson::filter::set_extra(extra).map_err(|e| format!("redisson-extra-scripts: {e}"))?;
+    (filter_hooks().set_extra)(extra).map_err(|e| format!("redisson-extra-scripts: {e}"))?;
     *REDISSON_EXTRA.lock().unwrap_or_else(PoisonError::into_inner) = extra.to_vec();
     let mut extra_c = extra.to_vec();
     extra_c.push(0);
@@ -334,7 +352,7 @@ pub fn register(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
     if rm!(RedisModule_LoadConfigs(ctx) else raw::REDISMODULE_ERR as c_int) != raw::REDISMODULE_OK as c_int {
         return Err("could not load the module configs".into());
     }
-    crate::module::redisson::filter::install(ctx, redisson_native())
+    (filter_hooks().install)(ctx, redisson_native())
 }
 
 // ---- limits: what the module keeps per waiter and per Redisson turn (spec section 9) ---------

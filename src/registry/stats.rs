@@ -3,7 +3,17 @@
 use crate::ffi::rm::{rm, Ctx};
 use redis_module::raw;
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Gauges of the waiter table, pushed by `wait` whenever the table changes (INFO reads them;
+/// `wait` reads `WAITERS` for its fast paths).
+pub static WAITERS: AtomicUsize = AtomicUsize::new(0);
+/// Keys with waiters.
+pub static KEYS: AtomicUsize = AtomicUsize::new(0);
+/// Queued script-owner turns.
+pub static TURNS: AtomicUsize = AtomicUsize::new(0);
+/// Owner bytes kept for waiters and turns.
+pub static BYTES: AtomicUsize = AtomicUsize::new(0);
 
 pub struct Counter(AtomicU64);
 
@@ -132,11 +142,11 @@ pub unsafe extern "C" fn info(ictx: *mut raw::RedisModuleInfoCtx, _for_crash_rep
             }
         }
     }
-    let (waiters, keys, turns) = crate::module::wait::gauges();
+    let [waiters, keys, turns] = [&WAITERS, &KEYS, &TURNS].map(|g| g.load(Ordering::Relaxed));
     rm!(RedisModule_InfoAddFieldULongLong(ictx, c"waiters".as_ptr(), waiters as u64) else 0);
     rm!(RedisModule_InfoAddFieldULongLong(ictx, c"keys_with_waiters".as_ptr(), keys as u64) else 0);
     rm!(RedisModule_InfoAddFieldULongLong(ictx, c"script_turns_waiting".as_ptr(), turns as u64) else 0);
-    let bytes = crate::module::wait::owner_bytes() as u64;
+    let bytes = BYTES.load(Ordering::Relaxed) as u64;
     rm!(RedisModule_InfoAddFieldULongLong(ictx, c"waiter_bytes".as_ptr(), bytes) else 0);
 }
 

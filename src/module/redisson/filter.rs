@@ -83,11 +83,6 @@ pub fn identify(name: RStr) -> Option<(Kind, bool)> {
     NAMES.iter().zip(KINDS).find_map(|(pair, kind)| pair.iter().position(|q| *q == p).map(|i| (kind, i == 1)))
 }
 
-/// Whether the filter is installed (it then sees every ACL change, see acl.rs).
-pub fn installed() -> bool {
-    FILTER.load(Ordering::Relaxed) != 0
-}
-
 /// Install (`on`) or remove the filter; idempotent.
 pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
     LazyLock::force(&NAMES);
@@ -105,6 +100,7 @@ pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
             return Err("cannot register the command filter".into());
         }
         FILTER.store(f as usize, Ordering::Relaxed);
+        crate::module::acl::set_filter_installed(true);
     } else if !on && current != 0 {
         let f = current as *mut raw::RedisModuleCommandFilter;
         if rm!(RedisModule_UnregisterCommandFilter(ctx, f) else raw::REDISMODULE_ERR as c_int)
@@ -113,6 +109,7 @@ pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
             return Err("cannot unregister the command filter".into());
         }
         FILTER.store(0, Ordering::Relaxed);
+        crate::module::acl::set_filter_installed(false);
     }
     Ok(())
 }
@@ -121,6 +118,7 @@ pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
 /// unload is gone with the old module instance; Redis removes a module's filters on unload).
 pub fn reset() {
     FILTER.store(0, Ordering::Relaxed);
+    crate::module::acl::set_filter_installed(false);
     RESOLVED.store(0, Ordering::Relaxed);
 }
 

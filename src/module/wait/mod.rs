@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::os::raw::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex, TryLockError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -32,11 +32,9 @@ struct Shared {
 }
 
 static SHARED: LazyLock<Mutex<Shared>> = LazyLock::new(Default::default);
-/// Mirrors of the table's sizes, readable without the lock (fast paths, INFO).
-static WAITERS: AtomicUsize = AtomicUsize::new(0);
-static KEYS: AtomicUsize = AtomicUsize::new(0);
-static TURNS: AtomicUsize = AtomicUsize::new(0);
-static BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Mirrors of the table's sizes, readable without the lock (fast paths), pushed into the
+/// INFO gauges that stats owns.
+use crate::registry::stats::{BYTES, KEYS, TURNS, WAITERS};
 /// Whether the keyspace-event subscription is in place (see [`watch_keyspace`]).
 static WATCHING: AtomicBool = AtomicBool::new(false);
 
@@ -81,16 +79,6 @@ fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> R {
     BYTES.store(g.q.owner_bytes(), Ordering::Relaxed);
     KEYS.store(g.q.key_count(), Ordering::Relaxed);
     r
-}
-
-/// (waiting clients, keys with waiters, queued script-owner turns)
-pub fn gauges() -> (usize, usize, usize) {
-    (WAITERS.load(Ordering::Relaxed), KEYS.load(Ordering::Relaxed), TURNS.load(Ordering::Relaxed))
-}
-
-/// Owner bytes kept for waiters and turns (INFO `waiter_bytes`).
-pub fn owner_bytes() -> usize {
-    BYTES.load(Ordering::Relaxed)
 }
 
 /// Whether `lock.max-waiter-bytes` lets an owner id of `len` bytes be kept.
