@@ -6,6 +6,7 @@
 //! after `loadmodule`, as module arguments (`loadmodule ... publish-mode global`), and with
 //! CONFIG SET/GET.
 
+use crate::ffi::replication;
 use crate::ffi::rm::{self, rm, Ctx, RStr};
 use redis_module::raw;
 use std::ffi::CStr;
@@ -131,6 +132,22 @@ unsafe extern "C" fn get_mode(_name: *const c_char, _pd: *mut c_void) -> c_int {
 
 unsafe extern "C" fn set_mode(_name: *const c_char, val: c_int, _pd: *mut c_void, _err: *mut RStr) -> c_int {
     MODE.store(val.clamp(0, 3) as u8, Ordering::Relaxed);
+    raw::REDISMODULE_OK as c_int
+}
+
+/// `lock.argv-reuse`: whether effects may be propagated through the command's own argv
+/// (ffi/replication.rs); `no` sends every effect through `RM_Replicate`.
+unsafe extern "C" fn get_argv_reuse(_name: *const c_char, _pd: *mut c_void) -> c_int {
+    c_int::from(replication::argv_reuse())
+}
+
+unsafe extern "C" fn set_argv_reuse(
+    _name: *const c_char,
+    val: c_int,
+    _pd: *mut c_void,
+    _err: *mut RStr,
+) -> c_int {
+    replication::set_argv_reuse(val != 0);
     raw::REDISMODULE_OK as c_int
 }
 
@@ -345,7 +362,24 @@ pub fn register(ctx: Ctx, args: &[&[u8]], hooks: FilterHooks) -> Result<(), Stri
         None,
         std::ptr::null_mut(),
     ) else raw::REDISMODULE_ERR as c_int);
-    if [r1, r2, r3, r4].iter().any(|r| *r != raw::REDISMODULE_OK as c_int) {
+    let reuse_default = match module_arg(args, "argv-reuse") {
+        None => true,
+        Some(v) if v.eq_ignore_ascii_case(b"yes") => true,
+        Some(v) if v.eq_ignore_ascii_case(b"no") => false,
+        Some(_) => return Err("argv-reuse must be yes or no".into()),
+    };
+    replication::set_argv_reuse(reuse_default);
+    let r5 = rm!(RedisModule_RegisterBoolConfig(
+        ctx,
+        c"argv-reuse".as_ptr(),
+        c_int::from(reuse_default),
+        flags,
+        Some(get_argv_reuse),
+        Some(set_argv_reuse),
+        None,
+        std::ptr::null_mut(),
+    ) else raw::REDISMODULE_ERR as c_int);
+    if [r1, r2, r3, r4, r5].iter().any(|r| *r != raw::REDISMODULE_OK as c_int) {
         return Err("could not register the module configs".into());
     }
     register_limits(ctx, args)?;

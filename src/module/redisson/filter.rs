@@ -13,6 +13,23 @@
 //! The new name is one of twenty string objects that all read `LOCK.REDISSON`, one per (script
 //! kind, EVAL or EVALSHA): the command recognises which by the object's address, so it neither
 //! hashes a body twice nor re-checks what the filter checked. Nothing else is touched.
+//!
+//! Server behaviour the name objects rely on (Redis 7.0-8.x, Valkey 8-9; a server internal,
+//! not an API promise):
+//! - `RM_CommandFilterArgReplace` stores the object we pass in `c->argv[0]` as is (it does
+//!   not copy it; it frees the old one and keeps ours, hence the `RM_RetainString` before), and
+//!   the server looks the command up from that object after the filters ran.
+//! - The command handler then receives that same `c->argv`, so `argv[0]` is our object and its
+//!   address identifies (kind, EVAL or EVALSHA). A name object that did not come from the
+//!   filter (a client typing `LOCK.REDISSON` itself) is not one of ours: the command then
+//!   looks the script up and checks its shape itself (`native.rs`).
+//!
+//! Tests that check it: `tests/redisson_scripts.rs` (`builtin_shas_run_natively_like_the_scripts`,
+//! `exact_matches_only_everything_else_gets_luas_own_reply`,
+//! `multi_exec_and_scripts_behave_as_for_the_script`, `replicas_without_the_module_stay_equal`,
+//! `known_scripts_left_to_lua_and_native_runs_are_counted_in_info`, and the random
+//! differential runs against Lua), which fail if a call is not recognised, or recognised as the
+//! wrong kind.
 
 use crate::ffi::rm::{self, rm, Ctx, OwnedStr, RStr};
 use crate::logic::redisson::{self, Kind, Table, KINDS};
