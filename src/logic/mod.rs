@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod fence;
+pub mod grant;
 pub mod queue;
 pub mod redisson;
 pub mod state;

@@ -8,6 +8,7 @@
 //! from a 0 ms timer, never inside the event callback.
 
 use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::logic::grant::{self, Gate, Head, Holder, Step};
 use crate::logic::queue::{KeyId, WaitQueues, Waiter};
 use crate::logic::state::StateError;
 use crate::logic::timing;
@@ -120,7 +121,10 @@ pub fn waiting_on(db: i32, key: &[u8]) -> usize {
 enum Outcome {
     /// Granted; the fencing token when the waiter asked for one.
     Granted(Option<i64>),
-    TimedOut,
+    /// The wait ran out; `fence`: the waiter asked for a token (the reply is then a pair).
+    TimedOut {
+        fence: bool,
+    },
     Failed(&'static str),
 }
 
@@ -251,21 +255,12 @@ pub fn has_waiters(ctx: Ctx, name: RStr) -> bool {
     WAITERS.load(Ordering::Relaxed) != 0 && waiting_on(rm::selected_db(ctx), rm::bytes(name)) != 0
 }
 
-/// How long a free lock is kept for the script owner whose turn it is: long enough for the
-/// release message to reach it and its acquire to come back, short enough that an owner that
-/// gave up stalls the queue only briefly.
-pub const TURN_MS: i64 = 200;
-
-/// How long a script owner's place in line outlives the PTTL it was told to wait (it retries
-/// after at most that long, refreshing its place).
-const TURN_GRACE_MS: i64 = 1000;
-
 /// The lock at `key` (open for writing) is free: give it to the head waiter, and to the
 /// waiters right behind it that have the same owner id. Returns whether anyone got it.
 /// `handoff` is true inside a release (LOCK.RELEASE / FORCERELEASE, a native Redisson unlock).
 ///
 /// When the head is a script owner's turn, nobody is granted: the lock stays free, kept for
-/// that owner for [`TURN_MS`], and the release message tells it (published by the releasing
+/// that owner for [`grant::TURN_MS`], and the release message tells it (published by the releasing
 /// command, or here when the lock was freed some other way).
 pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> bool {
     if WAITERS.load(Ordering::Relaxed) == 0 {
@@ -280,45 +275,49 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
         return false;
     }
     let reserved = with(|s| s.q.reservation(&kid).map(|(_, until)| until));
-    match reserved {
-        Some(until) if until >= now => return false,
-        Some(_) => {
+    match grant::gate(reserved, now) {
+        Gate::Reserved => return false,
+        Gate::Missed => {
             with(|s| s.q.set_reservation(&kid, None));
             stats::TURNS_MISSED.inc();
         }
-        None => {}
+        Gate::Open => {}
     }
     let mut holder: Option<(Vec<u8>, i64)> = None;
     loop {
+        // The policy decides on the head (logic/grant.rs); this applies the decision.
         let next = with(|s| {
             let id = s.q.head(&kid)?;
             let w = s.q.get(id)?;
-            match &holder {
-                Some((o, _)) if w.is_turn() || *o != w.owner => None,
-                _ => Some(id),
-            }
+            let head = Head { owner: &w.owner, turn_until: w.turn_until, deadline: w.deadline };
+            let held = holder.as_ref().map(|(owner, count)| Holder { owner, count: *count });
+            Some((id, grant::next(Some(&head), held.as_ref(), now)))
         });
-        let Some(id) = next else { break };
+        let Some((id, step)) = next else { break };
+        if step == Step::Stop {
+            break;
+        }
         let who = with(|s| s.q.get(id).map(|w| w.handle)).and_then(crate::module::acl::waiter_user);
         let Some(w) = take(ctx, id) else { break };
-        if let Some(until) = w.turn_until {
-            if until < now {
-                continue; // the script owner stopped trying
+        let count = match step {
+            Step::Stop => break,
+            Step::DropTurn => continue, // the script owner stopped trying
+            Step::TimeOut => {
+                stats::WAITS_TIMED_OUT.inc();
+                unblock(w.handle, Outcome::TimedOut { fence: w.fence });
+                continue;
             }
-            let until = now.saturating_add(TURN_MS);
-            with(|s| s.q.set_reservation(&kid, Some((w.owner, until))));
-            stats::TURNS_GIVEN.inc();
-            arm_expiry(ctx, &kid, Some(until), now);
-            if !handoff {
-                effects::publish_release(ctx, name);
+            Step::GiveTurn { until } => {
+                with(|s| s.q.set_reservation(&kid, Some((w.owner, until))));
+                stats::TURNS_GIVEN.inc();
+                arm_expiry(ctx, &kid, Some(until), now);
+                if !handoff {
+                    effects::publish_release(ctx, name);
+                }
+                return false;
             }
-            return false;
-        }
-        if w.deadline.is_some_and(|d| d <= now) {
-            stats::WAITS_TIMED_OUT.inc();
-            unblock(w.handle, Outcome::TimedOut);
-            continue;
-        }
+            Step::Grant { count } => count,
+        };
         // Where the server re-checks its own blocked commands, a waiter that lost the permission
         // to take the lock (or to write its token key) gets NOPERM instead of the grant.
         let token_key = w.fence.then(|| crate::registry::config::token_key(&kid.1));
@@ -327,7 +326,6 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
             unblock(w.handle, Outcome::Failed(crate::module::acl::GRANT_DENIED));
             continue;
         }
-        let count = holder.as_ref().map_or(1, |(_, c)| c + 1);
         // A FENCE waiter's token key is checked before its grant writes anything.
         // Same-owner waiters granted behind the first share its hold, and so its token.
         let token = match w.fence.then(|| token::prepare_for(ctx, &kid.1, count > 1)).transpose() {
@@ -367,14 +365,14 @@ pub fn turn(ctx: Ctx, name: RStr, owner: &[u8], now: i64) -> Turn {
         return Turn::Go;
     }
     let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
-    with(|s| match s.q.reservation(&kid) {
-        Some((o, until)) if until >= now && o != owner => Turn::Wait(until.saturating_sub(now).max(1)),
-        Some((_, until)) if until >= now => {
+    with(|s| match grant::turn(s.q.reservation(&kid), owner, now) {
+        grant::Turn::Wait(ms) => Turn::Wait(ms),
+        grant::Turn::TakeReservation => {
             s.q.set_reservation(&kid, None);
             stats::TURNS_TAKEN.inc();
             Turn::Go
         }
-        _ => Turn::Go,
+        grant::Turn::Go => Turn::Go,
     })
 }
 
@@ -386,8 +384,7 @@ pub fn queue_turn(ctx: Ctx, name: RStr, owner: &[u8], pttl: i64, now: i64) {
         return;
     }
     let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
-    let wait = if pttl < 0 { 30_000 } else { pttl };
-    let until = now.saturating_add(wait).saturating_add(TURN_GRACE_MS);
+    let until = grant::turn_place_until(pttl, now);
     with(|s| {
         if let Some(w) = s.q.turn_of(&kid, owner).and_then(|id| s.q.get_mut(id)) {
             w.turn_until = Some(until);
@@ -524,15 +521,17 @@ fn quietly(ctx: Ctx, what: &str, f: impl FnOnce()) {
 
 /// The "not acquired" reply of a wait that ended without a grant: the lock's PTTL, as
 /// `[pttl, -1]` when the command asked for `FENCE`.
-fn reply_pttl_of_argv(ctx: Ctx, argv: *mut RStr, argc: c_int) {
+/// The reply of a wait that ended without the lock: the key's PTTL (argv[1] is the key), as a
+/// pair with no token when the waiter asked for `FENCE` (the outcome says so; argv is not
+/// parsed again).
+fn reply_pttl(ctx: Ctx, argv: *mut RStr, argc: c_int, fence: bool) {
     let strs: &[RStr] = match usize::try_from(argc) {
         // SAFETY: Redis passes argc valid strings at argv.
         Ok(n) if n >= 2 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
         _ => &[],
     };
     let pttl = strs.get(1).map_or(-2, |name| Key::read(ctx, *name).pttl());
-    let bytes: Vec<&[u8]> = strs.iter().skip(1).map(|s| rm::bytes(*s)).collect();
-    if crate::logic::args::acquire(&bytes).is_ok_and(|a| a.fence) {
+    if fence {
         rm::reply_pair(ctx, pttl, -1);
     } else {
         rm::reply_int(ctx, pttl);
@@ -553,7 +552,8 @@ unsafe extern "C" fn on_reply(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
             Some(Outcome::Failed(msg)) => {
                 rm::reply_error(ctx, msg);
             }
-            Some(Outcome::TimedOut) | None => reply_pttl_of_argv(ctx, argv, argc),
+            Some(Outcome::TimedOut { fence }) => reply_pttl(ctx, argv, argc, *fence),
+            None => reply_pttl(ctx, argv, argc, false),
         }
     }));
     if r.is_err() {
@@ -567,11 +567,12 @@ unsafe extern "C" fn on_reply(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
 unsafe extern "C" fn on_timeout(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
     let bc = rm!(RedisModule_GetBlockedClientHandle(ctx) else null_mut());
     let r = catch_unwind(AssertUnwindSafe(|| {
+        let mut fence = false;
         if let Some(id) = with(|s| s.by_client.get(&(bc as usize)).copied()) {
-            take(ctx, id);
+            fence = take(ctx, id).is_some_and(|w| w.fence);
             stats::WAITS_CANCELLED.inc();
         }
-        reply_pttl_of_argv(ctx, argv, argc);
+        reply_pttl(ctx, argv, argc, fence);
     }));
     if r.is_err() {
         stats::PANICS.inc();
@@ -627,7 +628,7 @@ unsafe extern "C" fn on_wait_timer(ctx: Ctx, data: *mut c_void) {
         }
         if let Some(w) = take(ctx, id) {
             stats::WAITS_TIMED_OUT.inc();
-            unblock(w.handle, Outcome::TimedOut);
+            unblock(w.handle, Outcome::TimedOut { fence: w.fence });
         }
     });
 }
