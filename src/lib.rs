@@ -1,3 +1,7 @@
+// No panics on client data in the module: these are errors in src/ (Cargo.toml's [lints] would
+// also apply them to tests/, which may unwrap); clippy.toml allows them in #[cfg(test)] code.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 //! redis-lock: a Redis module with native, Redisson-compatible distributed lock commands.
 //!
 //! Layout (see docs/internals.md):

@@ -223,17 +223,17 @@ mod tests {
 
     #[test]
     fn acquire_forms() {
-        let a = acquire(&[b"k", b"me", b"100"]).unwrap(); // ok: test
+        let a = acquire(&[b"k", b"me", b"100"]).unwrap();
         assert_eq!(a, AcquireArgs { owner: b"me", lease_ms: 100, wait_ms: None, fence: false });
-        let a = acquire(&[b"k", b"me", b"100", b"fence"]).unwrap(); // ok: test
+        let a = acquire(&[b"k", b"me", b"100", b"fence"]).unwrap();
         assert_eq!(a, AcquireArgs { owner: b"me", lease_ms: 100, wait_ms: None, fence: true });
-        let a = acquire(&[b"k", b"me", b"100", b"FENCE", b"WAIT", b"7"]).unwrap(); // ok: test
+        let a = acquire(&[b"k", b"me", b"100", b"FENCE", b"WAIT", b"7"]).unwrap();
         assert_eq!((a.wait_ms, a.fence), (Some(7), true));
-        let a = acquire(&[b"k", b"me", b"100", b"WAIT", b"7", b"Fence"]).unwrap(); // ok: test
+        let a = acquire(&[b"k", b"me", b"100", b"WAIT", b"7", b"Fence"]).unwrap();
         assert_eq!((a.wait_ms, a.fence), (Some(7), true));
-        let a = acquire(&[b"k", b"me", b"100", b"wait", b"0"]).unwrap(); // ok: test
+        let a = acquire(&[b"k", b"me", b"100", b"wait", b"0"]).unwrap();
         assert_eq!(a.wait_ms, Some(0));
-        let a = acquire(&[b"k", b"me", b"100", b"WAIT", b"250"]).unwrap(); // ok: test
+        let a = acquire(&[b"k", b"me", b"100", b"WAIT", b"250"]).unwrap();
         assert_eq!(a.wait_ms, Some(250));
     }
 
@@ -257,12 +257,12 @@ mod tests {
 
     #[test]
     fn release_renew_key_only() {
-        assert_eq!(release(&[b"k", b"o"]).unwrap().lease_ms, None); // ok: test
-        assert_eq!(release(&[b"k", b"o", b"5"]).unwrap().lease_ms, Some(5)); // ok: test
+        assert_eq!(release(&[b"k", b"o"]).unwrap().lease_ms, None);
+        assert_eq!(release(&[b"k", b"o", b"5"]).unwrap().lease_ms, Some(5));
         assert_eq!(release(&[b"k"]), Err(ArgError::Arity));
         assert_eq!(release(&[b"k", b"o", b"5", b"6"]), Err(ArgError::Syntax));
         assert_eq!(release(&[b"k", b"o", b"0"]), Err(ArgError::NotPositive(LEASE)));
-        assert_eq!(renew(&[b"k", b"o", b"5"]).unwrap().lease_ms, 5); // ok: test
+        assert_eq!(renew(&[b"k", b"o", b"5"]).unwrap().lease_ms, 5);
         assert_eq!(renew(&[b"k", b"o"]), Err(ArgError::Arity));
         assert_eq!(renew(&[b"k", b"", b"5"]), Err(ArgError::EmptyOwner));
         assert!(key_only(&[b"k"]).is_ok());

@@ -95,6 +95,7 @@ const SLOTS: usize = 256;
 /// (client id, epoch << 1 | 1 when its user has every permission) of clients seen lately.
 static CACHE: [(AtomicU64, AtomicU64); SLOTS] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; SLOTS];
 
+#[allow(clippy::indexing_slicing, reason = "i % SLOTS < SLOTS, the array's length")]
 fn slot(id: u64) -> &'static (AtomicU64, AtomicU64) {
     let i = (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize;
     &CACHE[i % SLOTS]
