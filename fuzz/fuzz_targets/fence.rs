@@ -11,7 +11,8 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use redis_lock::logic::fence::{self, FenceError};
+use redis_lock::logic::error::Error;
+use redis_lock::logic::fence;
 
 #[derive(Arbitrary, Debug)]
 enum Op {
@@ -49,7 +50,7 @@ fuzz_target!(|input: (i64, Vec<Op>)| {
                     highest = Some(highest.map_or(t, |h| h.max(t)));
                 }
                 Err(e) => {
-                    assert_eq!(e, FenceError::Overflow);
+                    assert_eq!(e, Error::TokenOverflow);
                     assert_eq!(stored, Some(i64::MAX));
                 }
             },

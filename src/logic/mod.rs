@@ -2,6 +2,7 @@
 //! and fuzzed (fuzz/fuzz_targets), and public so the tests and fuzz targets can reach it.
 
 pub mod args;
+pub mod error;
 pub mod fence;
 pub mod grant;
 pub mod queue;

@@ -11,6 +11,7 @@
 //! `EXEC` passes the command filter, and never filled inside a transaction.
 
 use crate::ffi::rm::{self, api, rm, CallReply, Ctx, OwnedStr, RStr};
+use crate::logic::error::Error;
 use crate::registry::stats;
 use redis_module::raw;
 use std::collections::HashMap;
@@ -283,40 +284,29 @@ fn denied() -> &'static str {
 }
 
 /// EVAL / EVALSHA itself (with the script's keys) is not allowed: Lua's class, NOPERM.
-pub fn eval_denied(user: &User, evalsha: bool) -> String {
+pub fn eval_denied(user: &User, evalsha: bool) -> Error {
     denied();
-    let cmd = if evalsha { "evalsha" } else { "eval" };
-    format!(
-        "NOPERM User {} has no permissions to run the '{cmd}' command (or to access one of its keys)",
-        user.name()
-    )
+    Error::EvalDenied { user: user.name().to_string(), evalsha }
 }
 
 /// A command inside the script is not allowed: the `ERR` class Lua gives.
-pub fn inner_denied(user: &User, cmd: RStr) -> String {
+pub fn inner_denied(user: &User, cmd: RStr) -> Error {
     denied();
-    format!(
-        "ERR ACL failure in script: User {} has no permissions to run the '{}' command (or to access its keys or channel)",
-        user.name(),
-        String::from_utf8_lossy(rm::bytes(cmd)).to_ascii_lowercase()
-    )
+    Error::ScriptDenied {
+        user: user.name().to_string(),
+        cmd: String::from_utf8_lossy(rm::bytes(cmd)).to_ascii_lowercase(),
+    }
 }
 
-pub const TOKEN_KEY_DENIED: &str =
-    "NOPERM this user has no permissions to write the lock's fencing token key";
-
-pub const GRANT_DENIED: &str =
-    "NOPERM this user lost the permissions LOCK.ACQUIRE needs on the lock (or its token key) while waiting";
-
 /// The FENCE token key of lock `lock` may be written by the calling user.
-pub fn may_write_token(ctx: Ctx, lock: &[u8]) -> Result<(), &'static str> {
+pub fn may_write_token(ctx: Ctx, lock: &[u8]) -> Result<(), Error> {
     let Some(user) = calling_user(ctx) else { return Ok(()) };
     let t = OwnedStr::new(&crate::registry::config::token_key(lock));
     if user.may_write(t.ptr()) {
         Ok(())
     } else {
         denied();
-        Err(TOKEN_KEY_DENIED)
+        Err(Error::TokenDenied)
     }
 }
 
@@ -369,12 +359,12 @@ impl<'a> Path<'a> {
 
 /// Check the steps of a path in order, as Lua would run them: each command's ACL, and the
 /// server's write refusal at the first write. `Err` is the error reply; nothing was written.
-pub fn check_path(ctx: Ctx, user: Option<&User>, probe_key: RStr, path: &Path) -> Result<(), String> {
+pub fn check_path(ctx: Ctx, user: Option<&User>, probe_key: RStr, path: &Path) -> Result<(), Error> {
     if !path.record {
         if path.writes {
             if let Some(e) = crate::module::writes::refused(ctx, probe_key) {
                 stats::WRITES_REFUSED.inc();
-                return Err(e);
+                return Err(Error::Refused(e));
             }
         }
         return Ok(());
@@ -394,7 +384,7 @@ pub fn check_path(ctx: Ctx, user: Option<&User>, probe_key: RStr, path: &Path) -
             wrote = true;
             if let Some(e) = crate::module::writes::refused(ctx, probe_key) {
                 stats::WRITES_REFUSED.inc();
-                return Err(e);
+                return Err(Error::Refused(e));
             }
         }
     }

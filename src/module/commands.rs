@@ -2,8 +2,9 @@
 //! Every refusal happens before the first write.
 
 use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, RStr};
-use crate::logic::args::{self, ArgError};
-use crate::logic::state::{self, LockView, StateError};
+use crate::logic::args;
+use crate::logic::error::Error;
+use crate::logic::state::{self, LockView};
 use crate::module::effects;
 use crate::module::token;
 use crate::module::wait;
@@ -11,25 +12,6 @@ use crate::registry::stats;
 use redis_module::raw;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-
-/// Why a command was refused.
-pub enum Refusal {
-    Arg(ArgError),
-    State(StateError),
-    /// Any other error reply, written out in full.
-    Reply(&'static str),
-}
-
-impl From<ArgError> for Refusal {
-    fn from(e: ArgError) -> Self {
-        Refusal::Arg(e)
-    }
-}
-impl From<StateError> for Refusal {
-    fn from(e: StateError) -> Self {
-        Refusal::State(e)
-    }
-}
 
 /// Most argv a LOCK.* command can accept; more is always an error and takes the slow path.
 const MAX_ARGS: usize = 8;
@@ -39,7 +21,7 @@ pub fn run(
     ctx: Ctx,
     argv: *mut RStr,
     argc: c_int,
-    handler: impl FnOnce(Ctx, &[RStr], &[&[u8]]) -> Result<(), Refusal>,
+    handler: impl FnOnce(Ctx, &[RStr], &[&[u8]]) -> Result<(), Error>,
 ) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let n = usize::try_from(argc).unwrap_or(0);
@@ -67,24 +49,16 @@ pub fn run(
     }));
     match outcome {
         Ok(Ok(())) => {}
-        Ok(Err(Refusal::Arg(ArgError::Arity))) => {
+        Ok(Err(Error::Arity)) => {
             rm!(RedisModule_WrongArity(ctx) else 0);
         }
-        Ok(Err(Refusal::Arg(e))) => {
+        Ok(Err(e)) => {
             stats::ERRORS.inc();
-            rm::reply_error(ctx, &e.to_string());
-        }
-        Ok(Err(Refusal::State(e))) => {
-            stats::ERRORS.inc();
-            rm::reply_error(ctx, e.message());
-        }
-        Ok(Err(Refusal::Reply(msg))) => {
-            stats::ERRORS.inc();
-            rm::reply_error(ctx, msg);
+            rm::reply_error(ctx, &e.reply());
         }
         Err(_) => {
             stats::PANICS.inc();
-            rm::reply_error(ctx, "ERR lock module internal error (panic caught, see the Redis log)");
+            rm::reply_error(ctx, &Error::Panic.reply());
         }
     }
     raw::REDISMODULE_OK as c_int
@@ -100,26 +74,26 @@ fn view(key: &Key, owner: RStr) -> LockView {
 }
 
 /// argv[1] and argv[2]: the key and owner strings (arity was checked by the parser).
-fn key_owner(strs: &[RStr]) -> Result<(RStr, RStr), Refusal> {
+fn key_owner(strs: &[RStr]) -> Result<(RStr, RStr), Error> {
     match strs {
         [k, o, ..] => Ok((*k, *o)),
-        _ => Err(ArgError::Arity.into()),
+        _ => Err(Error::Arity),
     }
 }
 
 /// The key of a command that takes nothing else (FORCERELEASE, INFO).
-fn only_key(strs: &[RStr], argv: &[&[u8]]) -> Result<RStr, Refusal> {
+fn only_key(strs: &[RStr], argv: &[&[u8]]) -> Result<RStr, Error> {
     args::key_only(argv)?;
-    strs.first().copied().ok_or(Refusal::Arg(ArgError::Arity))
+    strs.first().copied().ok_or(Error::Arity)
 }
 
-fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let a = args::acquire(argv)?;
     let (name, owner) = key_owner(strs)?;
     // FENCE writes the token key: the user must be allowed to (checked before any write, and
     // before a wait whose grant would write it).
     if a.fence {
-        crate::module::acl::may_write_token(ctx, rm::bytes(name)).map_err(Refusal::Reply)?;
+        crate::module::acl::may_write_token(ctx, rm::bytes(name))?;
     }
     let now = rm::millis();
     let deadline = args::deadline(now, a.lease_ms, args::LEASE)?;
@@ -167,11 +141,7 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     // The token key is read and checked before the first write: a refusal changes nothing.
     // A reentrant acquire keeps its hold's token (a new one only when none is stored).
     let reentrant = count > 1;
-    let token = if a.fence {
-        Some(token::prepare_for(ctx, rm::bytes(name), reentrant).map_err(Refusal::Reply)?)
-    } else {
-        None
-    };
+    let token = if a.fence { Some(token::prepare_for(ctx, rm::bytes(name), reentrant)?) } else { None };
     effects::grant(ctx, &key, name, owner, count, deadline, now);
     counter.inc();
     match token {
@@ -181,7 +151,7 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     Ok(())
 }
 
-fn release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+fn release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let a = args::release(argv)?;
     let (name, owner) = key_owner(strs)?;
     let now = rm::millis();
@@ -218,7 +188,7 @@ fn free_lock(ctx: Ctx, key: &Key, name: RStr, now: i64) {
     }
 }
 
-fn renew(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+fn renew(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let a = args::renew(argv)?;
     let (name, owner) = key_owner(strs)?;
     let now = rm::millis();
@@ -236,11 +206,11 @@ fn renew(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     Ok(())
 }
 
-fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let name = only_key(strs, argv)?;
     let key = Key::write(ctx, name);
     match key.kind() {
-        KeyKind::Other => return Err(StateError::WrongType.into()),
+        KeyKind::Other => return Err(Error::WrongType),
         KeyKind::Empty => {
             stats::FORCE_RELEASES_MISSED.inc();
             rm::reply_int(ctx, 0);
@@ -254,7 +224,7 @@ fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal>
     Ok(())
 }
 
-fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let name = only_key(strs, argv)?;
     let key = Key::read(ctx, name);
     match key.kind() {
@@ -262,7 +232,7 @@ fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
             rm::reply_null(ctx);
             return Ok(());
         }
-        KeyKind::Other => return Err(StateError::WrongType.into()),
+        KeyKind::Other => return Err(Error::WrongType),
         KeyKind::Hash => {}
     }
     let entries = key.hash_entries();

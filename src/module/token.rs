@@ -2,16 +2,13 @@
 //! writes anything, then written with its effects. The token itself is chosen in `fence.rs`.
 
 use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr};
-use crate::logic::fence::{self, FenceError};
-use crate::logic::state::StateError;
+use crate::logic::error::Error;
+use crate::logic::fence;
 use crate::registry::config;
 use crate::registry::stats;
 use redis_module::raw;
 use std::os::raw::c_int;
 use std::time::{SystemTime, UNIX_EPOCH};
-
-pub const CROSSSLOT: &str =
-    "CROSSSLOT the lock's fencing token key would be in another hash slot (the lock name has '{' without a hash tag)";
 
 /// A token chosen for a grant, not written yet (or, `keep`, the stored token of a reentrant
 /// acquire, which is replied as is and not written).
@@ -34,28 +31,26 @@ fn now_us() -> i64 {
 /// Read the token key of lock `lock` (in the context's db) and choose the next token. An `Err`
 /// is the error reply; nothing has been written. For an acquire that is `reentrant` (the owner
 /// already holds the lock) the stored token is kept when there is one.
-pub fn prepare_for(ctx: Ctx, lock: &[u8], reentrant: bool) -> Result<Pending, &'static str> {
+pub fn prepare_for(ctx: Ctx, lock: &[u8], reentrant: bool) -> Result<Pending, Error> {
     let tname = config::token_key(lock);
     if crate::module::cluster::enabled()
         && crate::module::cluster::key_slot(&tname) != crate::module::cluster::key_slot(lock)
     {
-        return Err(CROSSSLOT);
+        return Err(Error::TokenCrossSlot);
     }
     let name = OwnedStr::new(&tname);
     let key = Key::write(ctx, name.ptr());
     let stored = match key.kind() {
         KeyKind::Empty => None,
-        _ if key.is_string() => Some(
-            key.string_get(fence::parse_stored)
-                .unwrap_or(Err(FenceError::NotInteger))
-                .map_err(FenceError::message)?,
-        ),
-        _ => return Err(StateError::WrongType.message()),
+        _ if key.is_string() => {
+            Some(key.string_get(fence::parse_stored).unwrap_or(Err(Error::TokenNotInteger))?)
+        }
+        _ => return Err(Error::WrongType),
     };
     if let (true, Some(s)) = (reentrant, stored) {
         return Ok(Pending { key, name, value: s, keep: true });
     }
-    let value = fence::next_token(stored, now_us()).map_err(FenceError::message)?;
+    let value = fence::next_token(stored, now_us())?;
     Ok(Pending { key, name, value, keep: false })
 }
 

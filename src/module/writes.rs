@@ -59,7 +59,7 @@ pub fn refused(ctx: Ctx, key: RStr) -> Option<String> {
 pub fn refused_or_oom(ctx: Ctx, key: RStr) -> Option<String> {
     let flags = rm::ctx_flags(ctx);
     if flags & raw::REDISMODULE_CTX_FLAGS_OOM != 0 && flags & raw::REDISMODULE_CTX_FLAGS_EVICT == 0 {
-        return Some("OOM command not allowed when used memory > 'maxmemory'.".into());
+        return Some(crate::logic::error::Error::Oom.reply().into_owned());
     }
     refused(ctx, key)
 }

@@ -14,10 +14,11 @@
 //! the AOF with absolute deadlines.
 
 use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::logic::error::Error;
 use crate::logic::redisson::{self, Call, Kind, Publish};
 use crate::module::acl::{self, Cmd, Step};
 use crate::module::cluster;
-use crate::module::commands::{self, Refusal};
+use crate::module::commands;
 use crate::module::effects;
 use crate::module::wait;
 use crate::registry::stats;
@@ -59,7 +60,7 @@ impl<'a> Argv<'a> {
         match acl::check_path(ctx, self.user, self.key(0), steps) {
             Ok(()) => true,
             Err(e) => {
-                rm::reply_error(ctx, &e);
+                rm::reply_error(ctx, &e.reply());
                 false
             }
         }
@@ -74,9 +75,9 @@ impl<'a> Argv<'a> {
 
 /// `called`: the (kind, EVALSHA?) the filter recognised, from the command name object; `None`
 /// when LOCK.REDISSON was called directly.
-fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let [script, rest @ ..] = argv else {
-        return Err(Refusal::Reply("ERR wrong number of arguments for 'lock.redisson' command"));
+        return Err(Error::RedissonArity);
     };
     // Called directly: behave exactly as the EVALSHA (a known SHA1 or any 40-hex string) or
     // the EVAL it carries.
@@ -86,9 +87,7 @@ fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]])
             let evalsha = script.len() == 40 && script.iter().all(u8::is_ascii_hexdigit);
             // A disabled (or renamed) EVAL / EVALSHA stays disabled through this command too.
             if !crate::module::redisson::filter::resolves(evalsha) {
-                return Err(Refusal::Reply(
-                    "ERR unknown command: EVAL / EVALSHA are disabled on this server",
-                ));
+                return Err(Error::EvalDisabled);
             }
             match crate::module::redisson::filter::lookup(evalsha, script) {
                 Some(kind) => (kind, evalsha),
@@ -112,7 +111,7 @@ fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]])
         sent.push(acl::name(if evalsha { Cmd::EvalSha } else { Cmd::Eval }));
         sent.extend_from_slice(strs);
         if !u.may_run(&sent) {
-            rm::reply_error(ctx, &acl::eval_denied(u, evalsha));
+            rm::reply_error(ctx, &acl::eval_denied(u, evalsha).reply());
             return Ok(());
         }
     }
@@ -140,7 +139,7 @@ fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]])
 }
 
 /// Run the original EVAL / EVALSHA in Lua, as the calling user, and forward its reply.
-fn lua(ctx: Ctx, kind: Option<Kind>, evalsha: bool, strs: &[RStr]) -> Result<(), Refusal> {
+fn lua(ctx: Ctx, kind: Option<Kind>, evalsha: bool, strs: &[RStr]) -> Result<(), Error> {
     if let Some(k) = kind {
         stats::redisson_lua(k);
     }
@@ -156,7 +155,7 @@ fn lua(ctx: Ctx, kind: Option<Kind>, evalsha: bool, strs: &[RStr]) -> Result<(),
         args.len()
     ) else std::ptr::null_mut());
     if reply.is_null() {
-        return Err(Refusal::Reply("ERR lock module could not run the script in Lua"));
+        return Err(Error::LuaFailed);
     }
     rm!(RedisModule_ReplyWithCallReply(ctx, reply) else 0);
     rm!(RedisModule_FreeCallReply(reply) else ());

@@ -8,9 +8,9 @@
 //! from a 0 ms timer, never inside the event callback.
 
 use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::logic::error::Error;
 use crate::logic::grant::{self, Gate, Head, Holder, Step};
 use crate::logic::queue::{KeyId, WaitQueues, Waiter};
-use crate::logic::state::StateError;
 use crate::logic::timing;
 use crate::module::effects;
 use crate::module::token;
@@ -125,7 +125,7 @@ enum Outcome {
     TimedOut {
         fence: bool,
     },
-    Failed(&'static str),
+    Failed(Error),
 }
 
 fn unblock(handle: usize, outcome: Outcome) {
@@ -221,7 +221,7 @@ pub fn block(
 ) {
     let bc = rm!(RedisModule_BlockClient(ctx, Some(on_reply), Some(on_timeout), Some(free_outcome), 0) else null_mut());
     if bc.is_null() {
-        rm::reply_error(ctx, "ERR lock module could not block the client");
+        rm::reply_error(ctx, &Error::CannotBlock.reply());
         return;
     }
     rm!(RedisModule_SetDisconnectCallback(bc, Some(on_disconnect)) else ());
@@ -323,7 +323,7 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
         let token_key = w.fence.then(|| crate::registry::config::token_key(&kid.1));
         if !crate::module::acl::waiter_may_take(who, &kid.1, &w.owner, token_key.as_deref()) {
             stats::WAITS_FAILED.inc();
-            unblock(w.handle, Outcome::Failed(crate::module::acl::GRANT_DENIED));
+            unblock(w.handle, Outcome::Failed(Error::GrantDenied));
             continue;
         }
         // A FENCE waiter's token key is checked before its grant writes anything.
@@ -415,11 +415,11 @@ pub fn queue_turn(ctx: Ctx, name: RStr, owner: &[u8], pttl: i64, now: i64) {
 }
 
 /// End every wait on `key` with an error.
-fn fail_all(ctx: Ctx, key: &KeyId, msg: &'static str) {
+fn fail_all(ctx: Ctx, key: &KeyId, msg: Error) {
     for id in with(|s| s.q.ids_of(key)) {
         if let Some(w) = take(ctx, id).filter(|w| !w.is_turn()) {
             stats::WAITS_FAILED.inc();
-            unblock(w.handle, Outcome::Failed(msg));
+            unblock(w.handle, Outcome::Failed(msg.clone()));
         }
     }
 }
@@ -438,7 +438,9 @@ fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
         // that exists (an assertion, the server dies) and would write during a pause. Try later.
         // (The slot check comes first: in a cluster, MEMORY USAGE is only answered for keys
         // this node serves.)
-        KeyKind::Empty if !crate::module::cluster::may_grant(ctx, &kid.1) => fail_all(ctx, kid, SLOT_MOVED),
+        KeyKind::Empty if !crate::module::cluster::may_grant(ctx, &kid.1) => {
+            fail_all(ctx, kid, Error::SlotMoved)
+        }
         KeyKind::Empty if physically_present(ctx, name.ptr()) => {
             drop(key);
             schedule_checks_in(ctx, RETRY_MS, |_| vec![kid.clone()]);
@@ -447,7 +449,7 @@ fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
             grant_head(ctx, &key, name.ptr(), now, false);
         }
         KeyKind::Hash => arm_expiry(ctx, kid, key.deadline(), now),
-        KeyKind::Other => fail_all(ctx, kid, StateError::WrongType.message()),
+        KeyKind::Other => fail_all(ctx, kid, Error::WrongType),
     }
 }
 
@@ -549,8 +551,8 @@ unsafe extern "C" fn on_reply(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
             Some(Outcome::Granted(Some(token))) => {
                 rm::reply_pair(ctx, -1, *token);
             }
-            Some(Outcome::Failed(msg)) => {
-                rm::reply_error(ctx, msg);
+            Some(Outcome::Failed(e)) => {
+                rm::reply_error(ctx, &e.reply());
             }
             Some(Outcome::TimedOut { fence }) => reply_pttl(ctx, argv, argc, *fence),
             None => reply_pttl(ctx, argv, argc, false),
@@ -558,7 +560,7 @@ unsafe extern "C" fn on_reply(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
     }));
     if r.is_err() {
         stats::PANICS.inc();
-        rm::reply_error(ctx, "ERR lock module internal error (panic caught)");
+        rm::reply_error(ctx, &Error::PanicInReply.reply());
     }
     raw::REDISMODULE_OK as c_int
 }
@@ -576,7 +578,7 @@ unsafe extern "C" fn on_timeout(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int
     }));
     if r.is_err() {
         stats::PANICS.inc();
-        rm::reply_error(ctx, "ERR lock module internal error (panic caught)");
+        rm::reply_error(ctx, &Error::PanicInReply.reply());
     }
     rm!(RedisModule_UnblockClient(bc, null_mut()) else 0);
     raw::REDISMODULE_OK as c_int
@@ -693,12 +695,6 @@ pub unsafe extern "C" fn on_swapdb(ctx: Ctx, _eid: raw::RedisModuleEvent, _sub: 
     quietly(ctx, "swapdb event", || schedule_checks(ctx, |s| s.q.keys()));
 }
 
-pub const SLOT_MOVED: &str =
-    "TRYAGAIN the lock's hash slot moved or is migrating to another node; retry the command";
-
-pub const NOT_MASTER: &str =
-    "READONLY this server stopped being a master while the client waited for the lock";
-
 /// Becoming a replica ends every wait with an error.
 pub unsafe extern "C" fn on_role_change(ctx: Ctx, _eid: raw::RedisModuleEvent, sub: u64, _data: *mut c_void) {
     if sub != raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA {
@@ -706,7 +702,7 @@ pub unsafe extern "C" fn on_role_change(ctx: Ctx, _eid: raw::RedisModuleEvent, s
     }
     quietly(ctx, "role change", || {
         for k in with(|s| s.q.keys()) {
-            fail_all(ctx, &k, NOT_MASTER);
+            fail_all(ctx, &k, Error::NotMaster);
         }
     });
 }
