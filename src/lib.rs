@@ -19,12 +19,12 @@ mod ffi;
 mod module;
 mod registry;
 
-use ffi::rm::{self, rm};
+use ffi::events;
+use ffi::rm;
 use module::{acl, cluster, redisson::filter as script_filter, wait, writes};
-use redis_module::{raw, redis_module, Context, RedisString, Status};
+use redis_module::{redis_module, Context, RedisString, Status};
 use registry::{cmdinfo, config, stats};
 use std::ffi::CStr;
-use std::os::raw::c_int;
 
 #[cfg(not(any(test, feature = "fuzzing")))]
 macro_rules! alloc {
@@ -64,7 +64,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     let ctx = ctx.ctx;
     let arg_bytes: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
     let context = Context::new(ctx);
-    rm!(RedisModule_SetModuleOptions(ctx, raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int) else ());
+    events::no_implicit_signal_modified(ctx);
     let hooks = config::FilterHooks { install: script_filter::install, set_extra: script_filter::set_extra };
     if let Err(e) = config::register(ctx, &arg_bytes, hooks) {
         return fail(&context, &e);
@@ -81,13 +81,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         return fail(&context, &e);
     }
     stats::register_info(ctx);
-    let subscribe = |id: u64, cb: raw::RedisModuleEventCallback| {
-        let ev = raw::RedisModuleEvent { id, dataver: 1 };
-        rm!(RedisModule_SubscribeToServerEvent(ctx, ev, cb) else 1)
-    };
-    if subscribe(raw::REDISMODULE_EVENT_FLUSHDB, Some(wait::on_flush)) != 0
-        || subscribe(raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED, Some(wait::on_role_change)) != 0
-        || subscribe(raw::REDISMODULE_EVENT_SWAPDB, Some(wait::on_swapdb)) != 0
+    if !events::subscribe(ctx, events::FLUSHDB, wait::on_flush)
+        || !events::subscribe(ctx, events::ROLE_CHANGED, wait::on_role_change)
+        || !events::subscribe(ctx, events::SWAPDB, wait::on_swapdb)
     {
         return fail(&context, "cannot subscribe to server events");
     }
@@ -95,7 +91,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // starts with no cached answer.
     writes::invalidate();
     for id in writes::EVENTS {
-        subscribe(id, Some(writes::on_event));
+        events::subscribe(ctx, id, writes::on_event);
     }
     Status::Ok
 }

@@ -1,5 +1,7 @@
 //! The boundary with the server: raw module API calls, `unsafe`, `extern "C"` callbacks.
 
+pub mod events;
+pub mod info;
 pub mod luanum;
 pub mod replication;
 pub mod rm;

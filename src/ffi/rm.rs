@@ -9,6 +9,16 @@ use std::os::raw::{c_char, c_int, c_longlong};
 use std::ptr::null_mut;
 
 pub type Ctx = *mut raw::RedisModuleCtx;
+
+/// Context flags (`RM_GetContextFlags`) and keyspace-event classes the glue tests or fires.
+pub use redis_module::raw::{
+    REDISMODULE_CTX_FLAGS_CLUSTER as CTX_CLUSTER, REDISMODULE_CTX_FLAGS_DENY_BLOCKING as CTX_DENY_BLOCKING,
+    REDISMODULE_CTX_FLAGS_EVICT as CTX_EVICT, REDISMODULE_CTX_FLAGS_LUA as CTX_LUA,
+    REDISMODULE_CTX_FLAGS_MASTER as CTX_MASTER, REDISMODULE_CTX_FLAGS_MULTI as CTX_MULTI,
+    REDISMODULE_CTX_FLAGS_OOM as CTX_OOM, REDISMODULE_CTX_FLAGS_READONLY as CTX_READONLY,
+    REDISMODULE_NOTIFY_GENERIC as NOTIFY_GENERIC, REDISMODULE_NOTIFY_HASH as NOTIFY_HASH,
+    REDISMODULE_NOTIFY_STRING as NOTIFY_STRING,
+};
 pub type RStr = *mut raw::RedisModuleString;
 
 /// Call a raw API function, or evaluate the fallback when the server lacks it.
@@ -404,6 +414,30 @@ pub fn notify(ctx: Ctx, class: c_int, event: &CStr, key: RStr) {
     rm!(RedisModule_NotifyKeyspaceEvent(ctx, class, event.as_ptr(), key) else 0);
 }
 
+/// Publish `msg` on `channel`; `sharded` uses `RM_PublishMessageShard` where the server has it.
+pub fn publish(ctx: Ctx, channel: RStr, msg: RStr, sharded: bool) {
+    // The receiver counts these return are not needed.
+    match (sharded, api!(RedisModule_PublishMessageShard)) {
+        // SAFETY: the API pointer is set by RedisModule_Init; the strings are live.
+        (true, Some(f)) => unsafe { f(ctx, channel, msg) },
+        _ => rm!(RedisModule_PublishMessage(ctx, channel, msg) else 0),
+    };
+}
+
+/// `CLUSTER NODES`, run from the module.
+pub fn call_cluster_nodes(ctx: Ctx) -> Option<CallReply> {
+    CallReply::adopt(
+        rm!(RedisModule_Call(ctx, c"CLUSTER".as_ptr(), c"c".as_ptr(), c"NODES".as_ptr()) else null_mut()),
+    )
+}
+
+/// `GET key`, run from the module.
+pub fn call_get(ctx: Ctx, key: &[u8]) -> Option<CallReply> {
+    CallReply::adopt(
+        rm!(RedisModule_Call(ctx, c"GET".as_ptr(), c"b".as_ptr(), key.as_ptr(), key.len()) else null_mut()),
+    )
+}
+
 pub fn signal_modified(ctx: Ctx, key: RStr) {
     rm!(RedisModule_SignalModifiedKey(ctx, key) else 0);
 }
@@ -490,6 +524,9 @@ impl CallReply {
     }
     pub fn is_error(&self) -> bool {
         self.kind() == raw::REDISMODULE_REPLY_ERROR as c_int
+    }
+    pub fn is_string(&self) -> bool {
+        self.kind() == raw::REDISMODULE_REPLY_STRING as c_int
     }
     pub fn is_array(&self) -> bool {
         self.kind() == raw::REDISMODULE_REPLY_ARRAY as c_int

@@ -15,7 +15,7 @@ use crate::logic::error::Error;
 use crate::registry::stats;
 use redis_module::raw;
 use std::collections::HashMap;
-use std::os::raw::c_int;
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, PoisonError};
 
@@ -266,7 +266,7 @@ pub fn calling_user(ctx: Ctx) -> Option<User> {
         return Some(User::from_name(name)); // restricted, known: check for real
     }
     let all = unrestricted_name(ctx, &name, epoch);
-    if id != 0 && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_MULTI) {
+    if id != 0 && !rm::flag(ctx, crate::ffi::rm::CTX_MULTI) {
         s.0.store(id, Ordering::Relaxed);
         s.1.store(epoch << 1 | u64::from(all), Ordering::Relaxed);
     }

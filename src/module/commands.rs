@@ -10,7 +10,7 @@ use crate::module::token;
 use crate::module::wait;
 use crate::registry::stats;
 use redis_module::raw;
-use std::os::raw::c_int;
+use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Most argv a LOCK.* command can accept; more is always an error and takes the slow path.
@@ -121,8 +121,8 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
         state::Acquire::Contended => {
             stats::ACQUIRES_CONTENDED.inc();
             let may_block = a.wait_ms.is_some()
-                && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING)
-                && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_MULTI | raw::REDISMODULE_CTX_FLAGS_LUA)
+                && !rm::flag(ctx, crate::ffi::rm::CTX_DENY_BLOCKING)
+                && !rm::flag(ctx, crate::ffi::rm::CTX_MULTI | crate::ffi::rm::CTX_LUA)
                 // Beyond lock.max-waiters / lock.max-waiter-bytes: served as without WAIT.
                 && wait::admit(a.owner);
             if may_block {

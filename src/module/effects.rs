@@ -6,10 +6,8 @@ use crate::ffi::replication;
 use crate::ffi::rm::{self, Ctx, Key, OwnedStr, RStr};
 use crate::registry::config::{self, PublishMode};
 use crate::registry::stats;
-use redis_module::raw;
 
-const NOTIFY_HASH: i32 = raw::REDISMODULE_NOTIFY_HASH;
-const NOTIFY_GENERIC: i32 = raw::REDISMODULE_NOTIFY_GENERIC;
+use crate::ffi::rm::{NOTIFY_GENERIC, NOTIFY_HASH};
 
 /// Set `owner`'s hold count to `count`; the replicated change is `HINCRBY key owner delta`
 /// where `delta` is +1 or -1.
@@ -70,11 +68,7 @@ pub fn publish_release(ctx: Ctx, name: RStr) {
 /// Publish `msg` on `channel` (sharded: SPUBLISH semantics). Outside cluster mode the publish
 /// is also replicated, so subscribers connected to replicas get it too.
 pub fn publish(ctx: Ctx, channel: RStr, msg: RStr, sharded: bool) {
-    // The receiver counts these return are not needed.
-    match (sharded, rm::api!(RedisModule_PublishMessageShard)) {
-        (true, Some(f)) => unsafe { f(ctx, channel, msg) },
-        _ => rm::rm!(RedisModule_PublishMessage(ctx, channel, msg) else 0),
-    };
+    rm::publish(ctx, channel, msg, sharded);
     if !crate::module::cluster::enabled() {
         replication::publish(ctx, sharded, channel, msg);
     }

@@ -1,13 +1,11 @@
 //! The fencing-token key of a lock (`LOCK.ACQUIRE ... FENCE`): read and checked before a grant
 //! writes anything, then written with its effects. The token itself is chosen in `fence.rs`.
 
-use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr};
+use crate::ffi::rm::{self, Ctx, Key, KeyKind, OwnedStr};
 use crate::logic::error::Error;
 use crate::logic::fence;
 use crate::registry::config;
 use crate::registry::stats;
-use redis_module::raw;
-use std::os::raw::c_int;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A token chosen for a grant, not written yet (or, `keep`, the stored token of a reentrant
@@ -70,9 +68,9 @@ impl Pending {
             self.key.set_deadline(d, now_ms);
         }
         rm::replicate_set(ctx, self.name.ptr(), value.ptr(), deadline);
-        rm::notify(ctx, raw::REDISMODULE_NOTIFY_STRING, c"set", self.name.ptr());
+        rm::notify(ctx, crate::ffi::rm::NOTIFY_STRING, c"set", self.name.ptr());
         if deadline.is_some() {
-            rm::notify(ctx, raw::REDISMODULE_NOTIFY_GENERIC, c"expire", self.name.ptr());
+            rm::notify(ctx, crate::ffi::rm::NOTIFY_GENERIC, c"expire", self.name.ptr());
         }
         rm::signal_modified(ctx, self.name.ptr());
         stats::TOKENS_ISSUED.inc();
@@ -84,20 +82,8 @@ impl Pending {
 /// Read with GET so that a read-only command never converts the stored value.
 pub fn last(ctx: Ctx, lock: &[u8]) -> i64 {
     let tname = config::token_key(lock);
-    let reply = rm!(RedisModule_Call(ctx, c"GET".as_ptr(), c"b".as_ptr(), tname.as_ptr(), tname.len()) else std::ptr::null_mut());
-    if reply.is_null() {
-        return -1;
+    match rm::call_get(ctx, &tname) {
+        Some(reply) if reply.is_string() => fence::parse_stored(reply.bytes()).unwrap_or(-1),
+        _ => -1,
     }
-    let mut token = -1;
-    if rm!(RedisModule_CallReplyType(reply) else 0) == raw::REDISMODULE_REPLY_STRING as c_int {
-        let mut len = 0usize;
-        let p = rm!(RedisModule_CallReplyStringPtr(reply, &mut len) else std::ptr::null());
-        if !p.is_null() {
-            // SAFETY: `len` readable bytes owned by `reply`, freed below.
-            let b = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
-            token = fence::parse_stored(b).unwrap_or(-1);
-        }
-    }
-    rm!(RedisModule_FreeCallReply(reply) else ());
-    token
 }

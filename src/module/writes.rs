@@ -15,7 +15,7 @@
 
 use crate::ffi::rm::{self, rm, CallReply, Ctx, RStr};
 use redis_module::raw;
-use std::os::raw::c_void;
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
@@ -58,7 +58,7 @@ pub fn refused(ctx: Ctx, key: RStr) -> Option<String> {
 /// for traffic that may never come.
 pub fn refused_or_oom(ctx: Ctx, key: RStr) -> Option<String> {
     let flags = rm::ctx_flags(ctx);
-    if flags & raw::REDISMODULE_CTX_FLAGS_OOM != 0 && flags & raw::REDISMODULE_CTX_FLAGS_EVICT == 0 {
+    if flags & crate::ffi::rm::CTX_OOM != 0 && flags & crate::ffi::rm::CTX_EVICT == 0 {
         return Some(crate::logic::error::Error::Oom.reply().into_owned());
     }
     refused(ctx, key)

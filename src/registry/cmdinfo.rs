@@ -4,8 +4,8 @@
 
 use crate::ffi::rm::{self, rm, Ctx};
 use redis_module::raw;
+use std::ffi::c_int;
 use std::ffi::CStr;
-use std::os::raw::c_int;
 use std::ptr::{null, null_mut};
 
 /// A command's C entry point; `lib.rs` passes them in (the registry imports no glue).

@@ -10,7 +10,7 @@ use crate::ffi::replication;
 use crate::ffi::rm::{self, rm, Ctx, RStr};
 use redis_module::raw;
 use std::ffi::CStr;
-use std::os::raw::{c_char, c_int, c_longlong, c_void};
+use std::ffi::{c_char, c_int, c_longlong, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 

@@ -1,7 +1,7 @@
 //! Counters shown in the `lock_stats` INFO section.
 
-use crate::ffi::rm::{rm, Ctx};
-use redis_module::raw;
+use crate::ffi::info::Info;
+use crate::ffi::rm::Ctx;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -127,29 +127,28 @@ pub fn redisson_lua(kind: crate::logic::redisson::Kind) {
     }
 }
 
-/// INFO callback: section `lock_stats` with every counter and the waiter gauges.
-pub unsafe extern "C" fn info(ictx: *mut raw::RedisModuleInfoCtx, _for_crash_report: i32) {
-    rm!(RedisModule_InfoAddSection(ictx, c"stats".as_ptr()) else 0);
+/// The INFO section `lock_stats`: every counter and the waiter gauges.
+fn write_info(info: &mut Info) {
+    info.section(c"stats");
     for (name, c) in FIELDS {
-        rm!(RedisModule_InfoAddFieldULongLong(ictx, name.as_ptr(), c.get()) else 0);
+        info.field(name, c.get());
     }
     for (i, kind) in crate::logic::redisson::KINDS.iter().enumerate() {
         let base = kind.name().replace('-', "_");
         for (suffix, counters) in [("native", &REDISSON_NATIVE), ("lua", &REDISSON_LUA)] {
             let n = counters.get(i).map_or(0, Counter::get);
             if let Ok(name) = std::ffi::CString::new(format!("redisson_{base}_{suffix}")) {
-                rm!(RedisModule_InfoAddFieldULongLong(ictx, name.as_ptr(), n) else 0);
+                info.field(&name, n);
             }
         }
     }
     let [waiters, keys, turns] = [&WAITERS, &KEYS, &TURNS].map(|g| g.load(Ordering::Relaxed));
-    rm!(RedisModule_InfoAddFieldULongLong(ictx, c"waiters".as_ptr(), waiters as u64) else 0);
-    rm!(RedisModule_InfoAddFieldULongLong(ictx, c"keys_with_waiters".as_ptr(), keys as u64) else 0);
-    rm!(RedisModule_InfoAddFieldULongLong(ictx, c"script_turns_waiting".as_ptr(), turns as u64) else 0);
-    let bytes = BYTES.load(Ordering::Relaxed) as u64;
-    rm!(RedisModule_InfoAddFieldULongLong(ictx, c"waiter_bytes".as_ptr(), bytes) else 0);
+    info.field(c"waiters", waiters as u64);
+    info.field(c"keys_with_waiters", keys as u64);
+    info.field(c"script_turns_waiting", turns as u64);
+    info.field(c"waiter_bytes", BYTES.load(Ordering::Relaxed) as u64);
 }
 
 pub fn register_info(ctx: Ctx) {
-    rm!(RedisModule_RegisterInfoFunc(ctx, Some(info)) else 0);
+    crate::ffi::info::register(ctx, write_info);
 }

@@ -35,7 +35,7 @@ use crate::ffi::rm::{self, rm, Ctx, OwnedStr, RStr};
 use crate::logic::redisson::{self, Kind, Table, KINDS};
 use crate::registry::stats;
 use redis_module::raw;
-use std::os::raw::c_int;
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{LazyLock, PoisonError, RwLock};
 

@@ -23,11 +23,9 @@ use crate::module::effects;
 use crate::module::wait;
 use crate::registry::stats;
 use redis_module::raw;
-use std::os::raw::c_int;
+use std::ffi::c_int;
 
-const NOTIFY_HASH: c_int = raw::REDISMODULE_NOTIFY_HASH;
-const NOTIFY_GENERIC: c_int = raw::REDISMODULE_NOTIFY_GENERIC;
-const NOTIFY_STRING: c_int = raw::REDISMODULE_NOTIFY_STRING;
+use crate::ffi::rm::{NOTIFY_GENERIC, NOTIFY_HASH, NOTIFY_STRING};
 
 /// The script must run in Lua for this call.
 struct ToLua;
@@ -99,7 +97,7 @@ fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]])
         return lua(ctx, Some(kind), evalsha, strs);
     };
     let flags = rm::ctx_flags(ctx);
-    if flags & (raw::REDISMODULE_CTX_FLAGS_READONLY | raw::REDISMODULE_CTX_FLAGS_OOM) != 0 {
+    if flags & (crate::ffi::rm::CTX_READONLY | crate::ffi::rm::CTX_OOM) != 0 {
         return lua(ctx, Some(kind), evalsha, strs);
     }
     let numkeys =
@@ -518,7 +516,7 @@ fn renew(ctx: Ctx, a: &Argv, lease: Option<i64>, n: usize, batch: bool, now: i64
         }
     }
     if batch {
-        rm!(RedisModule_ReplyWithArray(ctx, renewed.len() as std::os::raw::c_long) else 0);
+        rm!(RedisModule_ReplyWithArray(ctx, renewed.len() as std::ffi::c_long) else 0);
         for r in renewed {
             rm::reply_int(ctx, r);
         }

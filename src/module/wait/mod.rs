@@ -17,7 +17,7 @@ use crate::module::token;
 use crate::registry::stats;
 use redis_module::raw;
 use std::collections::{HashMap, HashSet};
-use std::os::raw::{c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -426,7 +426,7 @@ fn fail_all(ctx: Ctx, key: &KeyId, msg: Error) {
 
 /// Re-examine a key with waiters after something else touched it.
 fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
-    if !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_MASTER) || !with(|s| s.q.has(kid)) {
+    if !rm::flag(ctx, crate::ffi::rm::CTX_MASTER) || !with(|s| s.q.has(kid)) {
         return;
     }
     rm::select_db(ctx, kid.0);
@@ -666,7 +666,7 @@ unsafe extern "C" fn on_check_timer(ctx: Ctx, _data: *mut c_void) {
 unsafe extern "C" fn on_key_event(
     ctx: Ctx,
     _class: c_int,
-    _event: *const std::os::raw::c_char,
+    _event: *const std::ffi::c_char,
     key: RStr,
 ) -> c_int {
     if WAITERS.load(Ordering::Relaxed) == 0 {
