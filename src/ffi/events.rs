@@ -9,6 +9,32 @@ pub use redis_module::raw::{
     REDISMODULE_EVENT_SWAPDB as SWAPDB,
 };
 
+/// Events that may change whether the server refuses writes (module/writes.rs).
+pub const WRITE_STATE: [u64; 6] = [
+    raw::REDISMODULE_EVENT_CRON_LOOP,
+    raw::REDISMODULE_EVENT_CONFIG,
+    raw::REDISMODULE_EVENT_REPLICA_CHANGE,
+    raw::REDISMODULE_EVENT_MASTER_LINK_CHANGE,
+    raw::REDISMODULE_EVENT_PERSISTENCE,
+    raw::REDISMODULE_EVENT_LOADING,
+];
+
+/// Define `pub unsafe extern "C" fn $name`, a server-event [`Callback`] that calls the safe
+/// `$body()` (the event's details unused).
+macro_rules! callback {
+    ($name:ident, $body:path) => {
+        pub unsafe extern "C" fn $name(
+            _ctx: $crate::ffi::rm::Ctx,
+            _eid: redis_module::raw::RedisModuleEvent,
+            _sub: u64,
+            _data: *mut std::ffi::c_void,
+        ) {
+            $body();
+        }
+    };
+}
+pub(crate) use callback;
+
 /// A server-event callback, as the server calls it.
 pub type Callback = unsafe extern "C" fn(Ctx, raw::RedisModuleEvent, u64, *mut c_void);
 

@@ -1,5 +1,6 @@
 //! The boundary with the server: raw module API calls, `unsafe`, `extern "C"` callbacks.
 
+pub mod command;
 pub mod events;
 pub mod info;
 pub mod luanum;

@@ -431,6 +431,40 @@ pub fn call_cluster_nodes(ctx: Ctx) -> Option<CallReply> {
     )
 }
 
+/// `EVAL` / `EVALSHA` with `args` (script or SHA1, numkeys, keys, args), as the calling user
+/// would run it: "!" replicate its effects; "C": ACL of the calling user; "0": its protocol;
+/// "E": errors as replies; "M": OOM rules as for a client (7.2+ lets module calls ignore
+/// them); "v": argv.
+pub fn call_script(ctx: Ctx, evalsha: bool, args: &[RStr]) -> Option<CallReply> {
+    let cmd = if evalsha { c"EVALSHA" } else { c"EVAL" };
+    CallReply::adopt(rm!(RedisModule_Call(
+        ctx,
+        cmd.as_ptr(),
+        c"!C0EMv".as_ptr(),
+        args.as_ptr().cast_mut(),
+        args.len()
+    ) else null_mut()))
+}
+
+/// `SETRANGE key -1 x` in script mode ("S": min-replicas, disk error, read-only replica) with
+/// errors as replies ("E"): an invalid offset, so it never writes, but the server first says
+/// whether it refuses writes now.
+pub fn call_write_probe(ctx: Ctx, key: RStr) -> Option<CallReply> {
+    CallReply::adopt(rm!(RedisModule_Call(
+        ctx,
+        c"SETRANGE".as_ptr(),
+        c"sccSE".as_ptr(),
+        key,
+        c"-1".as_ptr(),
+        c"x".as_ptr()
+    ) else null_mut()))
+}
+
+/// Reply with an array header of `n` elements.
+pub fn reply_array(ctx: Ctx, n: usize) {
+    rm!(RedisModule_ReplyWithArray(ctx, n as std::os::raw::c_long) else 0);
+}
+
 /// `GET key`, run from the module.
 pub fn call_get(ctx: Ctx, key: &[u8]) -> Option<CallReply> {
     CallReply::adopt(
@@ -524,6 +558,10 @@ impl CallReply {
     }
     pub fn is_error(&self) -> bool {
         self.kind() == raw::REDISMODULE_REPLY_ERROR as c_int
+    }
+    /// Reply to the client with this reply, as is.
+    pub fn reply_with(&self, ctx: Ctx) {
+        rm!(RedisModule_ReplyWithCallReply(ctx, self.ptr) else 0);
     }
     pub fn is_string(&self) -> bool {
         self.kind() == raw::REDISMODULE_REPLY_STRING as c_int

@@ -1,7 +1,8 @@
 //! The LOCK.* command handlers: parse, read the key, decide (state.rs), write (effects.rs).
 //! Every refusal happens before the first write.
 
-use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, RStr};
+use crate::ffi::command::{entry, run};
+use crate::ffi::rm::{self, Ctx, Key, KeyKind, RStr};
 use crate::logic::args;
 use crate::logic::error::Error;
 use crate::logic::state::{self, LockView};
@@ -9,60 +10,6 @@ use crate::module::effects;
 use crate::module::token;
 use crate::module::wait;
 use crate::registry::stats;
-use redis_module::raw;
-use std::ffi::c_int;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-/// Most argv a LOCK.* command can accept; more is always an error and takes the slow path.
-const MAX_ARGS: usize = 8;
-
-/// Common entry: argv as Redis strings and as bytes, errors turned into replies, panics caught.
-pub fn run(
-    ctx: Ctx,
-    argv: *mut RStr,
-    argc: c_int,
-    handler: impl FnOnce(Ctx, &[RStr], &[&[u8]]) -> Result<(), Error>,
-) -> c_int {
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let n = usize::try_from(argc).unwrap_or(0);
-        // Effects that fit this command's argv are replicated through it (see replicate.rs).
-        let _scope = crate::ffi::replication::enter(argv, n);
-        let strs: &[RStr] = if argv.is_null() || n == 0 {
-            &[]
-        } else {
-            // SAFETY: Redis passes argc valid strings at argv.
-            unsafe { std::slice::from_raw_parts(argv, n) }
-        };
-        let strs = strs.get(1..).unwrap_or(&[]);
-        let mut stack: [&[u8]; MAX_ARGS] = [&[]; MAX_ARGS];
-        let heap: Vec<&[u8]>;
-        let bytes: &[&[u8]] = if strs.len() <= MAX_ARGS {
-            for (slot, s) in stack.iter_mut().zip(strs) {
-                *slot = rm::bytes(*s);
-            }
-            stack.get(..strs.len()).unwrap_or(&[])
-        } else {
-            heap = strs.iter().map(|s| rm::bytes(*s)).collect();
-            &heap
-        };
-        handler(ctx, strs, bytes)
-    }));
-    match outcome {
-        Ok(Ok(())) => {}
-        Ok(Err(Error::Arity)) => {
-            rm!(RedisModule_WrongArity(ctx) else 0);
-        }
-        Ok(Err(e)) => {
-            stats::ERRORS.inc();
-            rm::reply_error(ctx, &e.reply());
-        }
-        Err(_) => {
-            stats::PANICS.inc();
-            rm::reply_error(ctx, &Error::Panic.reply());
-        }
-    }
-    raw::REDISMODULE_OK as c_int
-}
 
 /// Read what the lock key holds for `owner`.
 fn view(key: &Key, owner: RStr) -> LockView {
@@ -258,18 +205,8 @@ fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     Ok(())
 }
 
-pub unsafe extern "C" fn acquire_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    run(ctx, argv, argc, acquire)
-}
-pub unsafe extern "C" fn release_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    run(ctx, argv, argc, release)
-}
-pub unsafe extern "C" fn renew_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    run(ctx, argv, argc, renew)
-}
-pub unsafe extern "C" fn force_release_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    run(ctx, argv, argc, force_release)
-}
-pub unsafe extern "C" fn info_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    run(ctx, argv, argc, info)
-}
+entry!(acquire_cmd, |ctx, argv| run(ctx, argv, acquire));
+entry!(release_cmd, |ctx, argv| run(ctx, argv, release));
+entry!(renew_cmd, |ctx, argv| run(ctx, argv, renew));
+entry!(force_release_cmd, |ctx, argv| run(ctx, argv, force_release));
+entry!(info_cmd, |ctx, argv| run(ctx, argv, info));

@@ -13,16 +13,15 @@
 //! LOCK.* waiters hands it to the head waiter (no message), and the effects reach replicas and
 //! the AOF with absolute deadlines.
 
-use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::ffi::command::{self, entry};
+use crate::ffi::rm::{self, Ctx, Key, KeyKind, OwnedStr, RStr};
 use crate::logic::error::Error;
 use crate::logic::redisson::{self, Call, Kind, Publish};
 use crate::module::acl::{self, Cmd, Step};
 use crate::module::cluster;
-use crate::module::commands;
 use crate::module::effects;
 use crate::module::wait;
 use crate::registry::stats;
-use redis_module::raw;
 use std::ffi::c_int;
 
 use crate::ffi::rm::{NOTIFY_GENERIC, NOTIFY_HASH, NOTIFY_STRING};
@@ -141,22 +140,8 @@ fn lua(ctx: Ctx, kind: Option<Kind>, evalsha: bool, strs: &[RStr]) -> Result<(),
     if let Some(k) = kind {
         stats::redisson_lua(k);
     }
-    let cmd = if evalsha { c"EVALSHA" } else { c"EVAL" };
-    let args = strs;
-    // "!": replicate its effects; "C": ACL of the calling user; "0": its protocol; "E": errors
-    // as replies; "M": OOM rules as for a client (7.2+ lets module calls ignore them); "v": argv.
-    let reply = rm!(RedisModule_Call(
-        ctx,
-        cmd.as_ptr(),
-        c"!C0EMv".as_ptr(),
-        args.as_ptr().cast_mut(),
-        args.len()
-    ) else std::ptr::null_mut());
-    if reply.is_null() {
-        return Err(Error::LuaFailed);
-    }
-    rm!(RedisModule_ReplyWithCallReply(ctx, reply) else 0);
-    rm!(RedisModule_FreeCallReply(reply) else ());
+    let Some(reply) = rm::call_script(ctx, evalsha, strs) else { return Err(Error::LuaFailed) };
+    reply.reply_with(ctx);
     Ok(())
 }
 
@@ -516,7 +501,7 @@ fn renew(ctx: Ctx, a: &Argv, lease: Option<i64>, n: usize, batch: bool, now: i64
         }
     }
     if batch {
-        rm!(RedisModule_ReplyWithArray(ctx, renewed.len() as std::ffi::c_long) else 0);
+        rm::reply_array(ctx, renewed.len());
         for r in renewed {
             rm::reply_int(ctx, r);
         }
@@ -532,20 +517,16 @@ fn key_positions(ctx: Ctx, strs: &[RStr]) {
     let n = strs.len() as i64;
     let numkeys = strs.get(2).and_then(|s| crate::logic::args::parse_i64(rm::bytes(*s))).unwrap_or(0);
     for pos in 3..3 + numkeys.clamp(0, (n - 3).max(0)) {
-        rm!(RedisModule_KeyAtPos(ctx, pos as c_int) else ());
+        command::key_at_pos(ctx, pos as c_int);
     }
 }
 
-pub unsafe extern "C" fn redisson_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    let strs: &[RStr] = match usize::try_from(argc) {
-        // SAFETY: Redis passes argc valid strings at argv.
-        Ok(n) if n > 0 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
-        _ => &[],
-    };
-    if rm!(RedisModule_IsKeysPositionRequest(ctx) else 0) != 0 {
+entry!(redisson_cmd, |ctx, argv: &command::Argv| {
+    let strs = argv.strs();
+    if command::is_keys_position_request(ctx) {
         key_positions(ctx, strs);
-        return raw::REDISMODULE_OK as c_int;
+        return command::OK;
     }
     let called = strs.first().and_then(|name| crate::module::redisson::filter::identify(*name));
-    commands::run(ctx, argv, argc, |ctx, s, b| handle(ctx, called, s, b))
-}
+    command::run(ctx, argv, |ctx, s, b| handle(ctx, called, s, b))
+});
