@@ -1,7 +1,9 @@
 //! The boundary with the server: raw module API calls, `unsafe`, `extern "C"` callbacks.
 
+pub mod acl;
 pub mod command;
 pub mod events;
+pub mod filter;
 pub mod info;
 pub mod luanum;
 pub mod replication;

@@ -10,12 +10,12 @@
 //! pays one table look-up; the table is dropped whenever an `ACL`, `AUTH`, `HELLO`, `RESET` or
 //! `EXEC` passes the command filter, and never filled inside a transaction.
 
-use crate::ffi::rm::{self, api, rm, CallReply, Ctx, OwnedStr, RStr};
+use crate::ffi::acl as ffi_acl;
+pub use crate::ffi::acl::User;
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
 use crate::logic::error::Error;
 use crate::registry::stats;
-use redis_module::raw;
 use std::collections::HashMap;
-use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, PoisonError};
 
@@ -75,18 +75,13 @@ pub fn px() -> RStr {
 
 /// Whether the server has the ACL API.
 pub fn available() -> bool {
-    api!(RedisModule_GetCurrentUserName).is_some()
-        && api!(RedisModule_GetModuleUserFromUserName).is_some()
-        && api!(RedisModule_ACLCheckCommandPermissions).is_some()
-        && api!(RedisModule_ACLCheckKeyPermissions).is_some()
-        && api!(RedisModule_FreeModuleUser).is_some()
-        && api!(RedisModule_GetClientId).is_some()
+    ffi_acl::available()
 }
 
 /// Whether the server re-checks a blocked client's permissions when it is served (BLPOP gets
 /// NOPERM after an ACL change on Redis 7.2+ and Valkey, not on 7.0). Detected by an API of 7.2.
 pub fn grants_recheck() -> bool {
-    available() && api!(RedisModule_AddPostNotificationJob).is_some()
+    available() && ffi_acl::has_7_2_api()
 }
 
 // ---- the per-client cache of unrestricted users ---------------------------------------------
@@ -140,8 +135,7 @@ pub fn changes_permissions(name: &[u8]) -> bool {
 /// `ACL GETUSER <name>`: commands `+@all`, keys `~*`, channels `&*`, no selectors, and (Valkey
 /// 9) databases `alldbs`.
 fn has_every_permission(ctx: Ctx, user: RStr) -> bool {
-    let reply = rm!(RedisModule_Call(ctx, c"ACL".as_ptr(), c"cs".as_ptr(), c"GETUSER".as_ptr(), user) else std::ptr::null_mut());
-    let Some(r) = CallReply::adopt(reply) else { return false };
+    let Some(r) = ffi_acl::call_getuser(ctx, user) else { return false };
     if !r.is_array() {
         return false;
     }
@@ -190,54 +184,6 @@ fn unrestricted_name(ctx: Ctx, name: &OwnedStr, epoch: u64) -> bool {
     all
 }
 
-/// A user whose permissions are checked.
-pub struct User {
-    ptr: *mut raw::RedisModuleUser,
-    name: OwnedStr,
-}
-
-impl Drop for User {
-    fn drop(&mut self) {
-        if !self.ptr.is_null() {
-            rm!(RedisModule_FreeModuleUser(self.ptr) else ());
-        }
-    }
-}
-
-impl User {
-    fn from_name(name: OwnedStr) -> User {
-        let ptr = rm!(RedisModule_GetModuleUserFromUserName(name.ptr()) else std::ptr::null_mut());
-        User { ptr, name }
-    }
-
-    /// May the user run `argv` (name first), with its keys and channels? A deleted user may not.
-    pub fn may_run(&self, argv: &[RStr]) -> bool {
-        if self.ptr.is_null() {
-            return false;
-        }
-        let Ok(argc) = c_int::try_from(argv.len()) else { return false };
-        let ok = rm!(RedisModule_ACLCheckCommandPermissions(self.ptr, argv.as_ptr().cast_mut(), argc) else raw::REDISMODULE_ERR as c_int);
-        ok == raw::REDISMODULE_OK as c_int
-    }
-
-    /// May the user write `key` (as SET / INCR / HINCRBY do)?
-    pub fn may_write(&self, key: RStr) -> bool {
-        if self.ptr.is_null() {
-            return false;
-        }
-        let flags = (raw::REDISMODULE_CMD_KEY_ACCESS
-            | raw::REDISMODULE_CMD_KEY_UPDATE
-            | raw::REDISMODULE_CMD_KEY_INSERT) as c_int;
-        let ok =
-            rm!(RedisModule_ACLCheckKeyPermissions(self.ptr, key, flags) else raw::REDISMODULE_ERR as c_int);
-        ok == raw::REDISMODULE_OK as c_int
-    }
-
-    pub fn name(&self) -> String {
-        String::from_utf8_lossy(rm::bytes(self.name.ptr())).into_owned()
-    }
-}
-
 /// The calling client's user when its permissions must be checked; `None` for a user with
 /// every permission, a client without a user (the AOF, a master link) or a server without the
 /// ACL API.
@@ -249,10 +195,10 @@ pub fn calling_user(ctx: Ctx) -> Option<User> {
         return None;
     }
     if !filter_installed() {
-        let name = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut()))?;
+        let name = ffi_acl::current_user_name(ctx)?;
         return Some(User::from_name(name));
     }
-    let id = rm!(RedisModule_GetClientId(ctx) else 0);
+    let id = ffi_acl::client_id(ctx);
     let epoch = EPOCH.load(Ordering::Relaxed);
     let s = slot(id);
     let known = (id != 0 && s.0.load(Ordering::Relaxed) == id)
@@ -261,7 +207,7 @@ pub fn calling_user(ctx: Ctx) -> Option<User> {
     if known.is_some_and(|v| v & 1 == 1) {
         return None;
     }
-    let name = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut()))?;
+    let name = ffi_acl::current_user_name(ctx)?;
     if known.is_some() {
         return Some(User::from_name(name)); // restricted, known: check for real
     }
@@ -405,7 +351,7 @@ pub fn remember_waiter(ctx: Ctx, handle: usize) {
     }
     let unrestricted = filter_installed() && calling_user(ctx).is_none();
     let since = unrestricted.then(|| EPOCH.load(Ordering::Relaxed));
-    if let Some(name) = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut())) {
+    if let Some(name) = ffi_acl::current_user_name(ctx) {
         let name = rm::bytes(name.ptr()).to_vec();
         WAITING.lock().unwrap_or_else(PoisonError::into_inner).insert(handle, (name, since));
     }

@@ -31,10 +31,10 @@
 //! differential runs against Lua), which fail if a call is not recognised, or recognised as the
 //! wrong kind.
 
-use crate::ffi::rm::{self, rm, Ctx, OwnedStr, RStr};
+use crate::ffi::filter as hook;
+use crate::ffi::rm::{Ctx, OwnedStr, RStr};
 use crate::logic::redisson::{self, Kind, Table, KINDS};
 use crate::registry::stats;
-use redis_module::raw;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{LazyLock, PoisonError, RwLock};
@@ -58,15 +58,7 @@ static NAMES: LazyLock<Vec<[usize; 2]>> =
 static RESOLVED: AtomicU8 = AtomicU8::new(0);
 
 fn read_resolved(ctx: Ctx) -> u8 {
-    let reply = rm!(RedisModule_Call(
-        ctx,
-        c"COMMAND".as_ptr(),
-        c"ccc".as_ptr(),
-        c"INFO".as_ptr(),
-        c"EVAL".as_ptr(),
-        c"EVALSHA".as_ptr()
-    ) else std::ptr::null_mut());
-    let Some(r) = rm::CallReply::adopt(reply) else { return 0 };
+    let Some(r) = hook::call_command_info_eval(ctx) else { return 0 };
     let known = |i: usize| r.elem(i).is_some_and(|e| e.is_array());
     u8::from(known(0)) | (u8::from(known(1)) << 1)
 }
@@ -104,25 +96,20 @@ pub fn identify(name: RStr) -> Option<(Kind, bool)> {
 pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
     LazyLock::force(&NAMES);
     // A context without a client (a config apply callback) cannot RM_Call.
-    if RESOLVED.load(Ordering::Relaxed) & 0x80 == 0 && rm!(RedisModule_GetClientId(ctx) else 0) != 0 {
+    if RESOLVED.load(Ordering::Relaxed) & 0x80 == 0 && crate::ffi::acl::client_id(ctx) != 0 {
         RESOLVED.store(read_resolved(ctx) | 0x80, Ordering::Relaxed);
     }
     // Permissions may have changed while the filter was off (it watches ACL commands).
     crate::module::acl::invalidate();
     let current = FILTER.load(Ordering::Relaxed);
     if on && current == 0 {
-        let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
-        let f = rm!(RedisModule_RegisterCommandFilter(ctx, Some(filter), flags) else std::ptr::null_mut());
-        if f.is_null() {
+        let Some(f) = hook::register(ctx, filter) else {
             return Err("cannot register the command filter".into());
-        }
-        FILTER.store(f as usize, Ordering::Relaxed);
+        };
+        FILTER.store(f, Ordering::Relaxed);
         crate::module::acl::set_filter_installed(true);
     } else if !on && current != 0 {
-        let f = current as *mut raw::RedisModuleCommandFilter;
-        if rm!(RedisModule_UnregisterCommandFilter(ctx, f) else raw::REDISMODULE_ERR as c_int)
-            != raw::REDISMODULE_OK as c_int
-        {
+        if !hook::unregister(ctx, current) {
             return Err("cannot unregister the command filter".into());
         }
         FILTER.store(0, Ordering::Relaxed);
@@ -153,10 +140,12 @@ fn eval_kind(name: &[u8]) -> Option<bool> {
 /// Most arguments a fixed-layout script takes after its SHA1 (numkeys, 3 keys, 5 args).
 const STACK_ARGS: usize = 12;
 
-unsafe extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+hook::callback!(filter, filter_command);
+
+fn filter_command(fctx: &hook::FilterArgs) {
     // Cheap exits first: this runs before every command.
-    let argc = rm!(RedisModule_CommandFilterArgsCount(fctx) else 0);
-    let arg = |i: c_int| rm::bytes(rm!(RedisModule_CommandFilterArgGet(fctx, i) else std::ptr::null_mut()));
+    let argc = fctx.len();
+    let arg = |i: c_int| fctx.arg(i);
     if argc < 4 {
         if argc > 0 && crate::module::acl::changes_permissions(arg(0)) {
             crate::module::acl::invalidate();
@@ -192,6 +181,5 @@ unsafe extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         Some(name)
     }));
     let Ok(Some(name)) = r else { return };
-    rm!(RedisModule_RetainString(std::ptr::null_mut(), name) else ());
-    rm!(RedisModule_CommandFilterArgReplace(fctx, 0, name) else 0);
+    fctx.replace_name(name);
 }
