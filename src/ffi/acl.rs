@@ -1,6 +1,6 @@
 //! The ACL API: the calling user, a user's command and key permissions, `ACL GETUSER`.
 
-use crate::ffi::rm::{self, api, rm, CallReply, Ctx, OwnedStr, RStr};
+use crate::ffi::rm::{api, rm, CallReply, Ctx, OwnedStr, RStr};
 use redis_module::raw;
 use std::ffi::c_int;
 
@@ -80,6 +80,6 @@ impl User {
     }
 
     pub fn name(&self) -> String {
-        String::from_utf8_lossy(rm::bytes(self.name.ptr())).into_owned()
+        String::from_utf8_lossy(self.name.bytes()).into_owned()
     }
 }

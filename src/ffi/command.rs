@@ -72,11 +72,11 @@ pub fn run(
         let heap: Vec<&[u8]>;
         let bytes: &[&[u8]] = if strs.len() <= MAX_ARGS {
             for (slot, s) in stack.iter_mut().zip(strs) {
-                *slot = rm::bytes(*s);
+                *slot = rm::bytes(s);
             }
             stack.get(..strs.len()).unwrap_or(&[])
         } else {
-            heap = strs.iter().map(|s| rm::bytes(*s)).collect();
+            heap = strs.iter().map(rm::bytes).collect();
             &heap
         };
         handler(ctx, strs, bytes)

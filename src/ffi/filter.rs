@@ -22,7 +22,9 @@ impl FilterArgs {
 
     /// The bytes of argument `i` (empty when there is none).
     pub fn arg(&self, i: c_int) -> &[u8] {
-        rm::bytes(rm!(RedisModule_CommandFilterArgGet(self.0, i) else std::ptr::null_mut()))
+        let s = rm!(RedisModule_CommandFilterArgGet(self.0, i) else std::ptr::null_mut());
+        // SAFETY: the argument lives while the filter runs, which `self` does not outlive.
+        unsafe { rm::bytes_of(s) }
     }
 
     /// Put `name` in place of the command name. The filter keeps `name` alive: the server

@@ -98,8 +98,19 @@ pub fn missing_required() -> Option<&'static str> {
     )
 }
 
-/// Bytes of a Redis string. The slice lives as long as the string is not freed or changed.
-pub fn bytes<'a>(s: RStr) -> &'a [u8] {
+/// Bytes of a Redis string, borrowed from the handle: the slice cannot outlive the place that
+/// holds the string (an argv slice, a callback argument, an [`OwnedStr`]), and the string must
+/// not be freed or changed while it is borrowed (the server's strings are not, during a call).
+pub fn bytes(s: &RStr) -> &[u8] {
+    // SAFETY: the slice's lifetime is the borrow of the handle (see above).
+    unsafe { bytes_of(*s) }
+}
+
+/// Bytes of a Redis string for a lifetime the caller picks.
+///
+/// # Safety
+/// The string must stay alive and unchanged for `'a`.
+pub(crate) unsafe fn bytes_of<'a>(s: RStr) -> &'a [u8] {
     if s.is_null() {
         return &[];
     }
@@ -108,7 +119,8 @@ pub fn bytes<'a>(s: RStr) -> &'a [u8] {
     if p.is_null() {
         return &[];
     }
-    // SAFETY: Redis guarantees `len` readable bytes at `p` while the string lives.
+    // SAFETY: Redis guarantees `len` readable bytes at `p` while the string lives, which the
+    // caller guarantees for 'a.
     unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }
 }
 
@@ -144,6 +156,10 @@ impl OwnedStr {
     }
     pub fn from_i64(n: i64) -> OwnedStr {
         OwnedStr(rm!(RedisModule_CreateStringFromLongLong(null_mut(), n) else null_mut()))
+    }
+    /// The string's bytes, borrowed from it.
+    pub fn bytes(&self) -> &[u8] {
+        bytes(&self.0)
     }
     pub fn ptr(&self) -> RStr {
         self.0
@@ -256,7 +272,7 @@ impl Key {
         if out.is_null() {
             return None;
         }
-        let r = f(bytes(out));
+        let r = f(bytes(&out));
         rm!(RedisModule_FreeString(self.ctx, out) else ());
         Some(r)
     }
@@ -357,7 +373,7 @@ impl Key {
         ) {
             // SAFETY: privdata is the `out` vector below, alive for the whole scan.
             let out = unsafe { &mut *privdata.cast::<Vec<(Vec<u8>, Vec<u8>)>>() };
-            out.push((bytes(field).to_vec(), bytes(value).to_vec()));
+            out.push((bytes(&field).to_vec(), bytes(&value).to_vec()));
         }
         let cursor = rm!(RedisModule_ScanCursorCreate() else null_mut());
         if cursor.is_null() {

@@ -164,7 +164,7 @@ type Users = (u64, Vec<(Vec<u8>, bool)>);
 static USERS: Mutex<Users> = Mutex::new((0, Vec::new()));
 
 fn unrestricted_name(ctx: Ctx, name: &OwnedStr, epoch: u64) -> bool {
-    let n = rm::bytes(name.ptr());
+    let n = name.bytes();
     {
         let u = USERS.lock().unwrap_or_else(PoisonError::into_inner);
         if u.0 == epoch {
@@ -240,7 +240,7 @@ pub fn inner_denied(user: &User, cmd: RStr) -> Error {
     denied();
     Error::ScriptDenied {
         user: user.name().to_string(),
-        cmd: String::from_utf8_lossy(rm::bytes(cmd)).to_ascii_lowercase(),
+        cmd: String::from_utf8_lossy(rm::bytes(&cmd)).to_ascii_lowercase(),
     }
 }
 
@@ -352,7 +352,7 @@ pub fn remember_waiter(ctx: Ctx, handle: usize) {
     let unrestricted = filter_installed() && calling_user(ctx).is_none();
     let since = unrestricted.then(|| EPOCH.load(Ordering::Relaxed));
     if let Some(name) = ffi_acl::current_user_name(ctx) {
-        let name = rm::bytes(name.ptr()).to_vec();
+        let name = name.bytes().to_vec();
         WAITING.lock().unwrap_or_else(PoisonError::into_inner).insert(handle, (name, since));
     }
 }

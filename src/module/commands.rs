@@ -40,7 +40,7 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     // FENCE writes the token key: the user must be allowed to (checked before any write, and
     // before a wait whose grant would write it).
     if a.fence {
-        crate::module::acl::may_write_token(ctx, rm::bytes(name))?;
+        crate::module::acl::may_write_token(ctx, rm::bytes(&name))?;
     }
     let now = rm::millis();
     let deadline = args::deadline(now, a.lease_ms, args::LEASE)?;
@@ -88,7 +88,7 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     // The token key is read and checked before the first write: a refusal changes nothing.
     // A reentrant acquire keeps its hold's token (a new one only when none is stored).
     let reentrant = count > 1;
-    let token = if a.fence { Some(token::prepare_for(ctx, rm::bytes(name), reentrant)?) } else { None };
+    let token = if a.fence { Some(token::prepare_for(ctx, rm::bytes(&name), reentrant)?) } else { None };
     effects::grant(ctx, &key, name, owner, count, deadline, now);
     counter.inc();
     match token {
@@ -187,8 +187,8 @@ fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     for (field, value) in &entries {
         owners.push((field, state::parse_count(value)?));
     }
-    let waiters = wait::waiting_on(rm::selected_db(ctx), rm::bytes(name));
-    let token = token::last(ctx, rm::bytes(name));
+    let waiters = wait::waiting_on(rm::selected_db(ctx), rm::bytes(&name));
+    let token = token::last(ctx, rm::bytes(&name));
     rm::reply_map(ctx, 4);
     rm::reply_bytes(ctx, b"owners");
     rm::reply_map(ctx, owners.len());

@@ -61,7 +61,7 @@ pub fn publish_release(ctx: Ctx, name: RStr) {
         PublishMode::Sharded => true,
         PublishMode::Global | PublishMode::Off => false,
     };
-    let channel = OwnedStr::new(&config::channel(rm::bytes(name)));
+    let channel = OwnedStr::new(&config::channel(rm::bytes(&name)));
     publish(ctx, channel.ptr(), rm::zero().ptr(), sharded);
 }
 

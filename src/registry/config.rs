@@ -114,7 +114,7 @@ unsafe extern "C" fn get_str(_name: *const c_char, pd: *mut c_void) -> RStr {
 
 unsafe extern "C" fn set_str(_name: *const c_char, val: RStr, pd: *mut c_void, err: *mut RStr) -> c_int {
     let Some(cfg) = str_config(pd) else { return raw::REDISMODULE_ERR as c_int };
-    let b = rm::bytes(val);
+    let b = rm::bytes(&val);
     if b.is_empty() {
         if !err.is_null() {
             let msg = format!("{} must not be empty", cfg.name.to_string_lossy());
@@ -207,7 +207,7 @@ unsafe extern "C" fn get_extra(_name: *const c_char, _pd: *mut c_void) -> RStr {
 }
 
 unsafe extern "C" fn set_extra(_name: *const c_char, val: RStr, _pd: *mut c_void, err: *mut RStr) -> c_int {
-    let b = rm::bytes(val);
+    let b = rm::bytes(&val);
     match (filter_hooks().set_extra)(b) {
         Ok(()) => {
             *REDISSON_EXTRA.lock().unwrap_or_else(PoisonError::into_inner) = b.to_vec();

@@ -188,7 +188,7 @@ fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: b
     if free && wait::has_waiters(ctx, name) {
         if wait::grant_head(ctx, &key, name, now, false) {
             free = key.kind() == KeyKind::Empty;
-        } else if let wait::Turn::Wait(ms) = wait::turn(ctx, name, rm::bytes(owner), now) {
+        } else if let wait::Turn::Wait(ms) = wait::turn(ctx, name, rm::bytes(&owner), now) {
             turn_pttl = Some(ms);
         }
     }
@@ -207,7 +207,7 @@ fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: b
         }
         let pttl = turn_pttl.unwrap_or_else(|| key.pttl());
         // While LOCK.* clients wait, this owner takes a place in their FIFO.
-        wait::queue_turn(ctx, name, rm::bytes(owner), pttl, now);
+        wait::queue_turn(ctx, name, rm::bytes(&owner), pttl, now);
         if fenced_reply {
             rm::reply_pair(ctx, pttl, -1);
         } else {
@@ -224,7 +224,7 @@ fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: b
     // The fenced scripts INCR the token counter: check it before writing anything.
     let counter = if fenced {
         let tname = a.key(1);
-        if rm::bytes(tname) == rm::bytes(name) {
+        if rm::bytes(&tname) == rm::bytes(&name) {
             return Err(ToLua); // INCR on the lock hash: the script fails half-way
         }
         let tkey = Key::write(ctx, tname);
@@ -515,7 +515,7 @@ fn renew(ctx: Ctx, a: &Argv, lease: Option<i64>, n: usize, batch: bool, now: i64
 /// routes module commands in a cluster by their legacy key range or this callback only).
 fn key_positions(ctx: Ctx, strs: &[RStr]) {
     let n = strs.len() as i64;
-    let numkeys = strs.get(2).and_then(|s| crate::logic::args::parse_i64(rm::bytes(*s))).unwrap_or(0);
+    let numkeys = strs.get(2).and_then(|s| crate::logic::args::parse_i64(rm::bytes(s))).unwrap_or(0);
     for pos in 3..3 + numkeys.clamp(0, (n - 3).max(0)) {
         command::key_at_pos(ctx, pos as c_int);
     }

@@ -227,7 +227,7 @@ pub fn block(
     rm!(RedisModule_SetDisconnectCallback(bc, Some(on_disconnect)) else ());
     crate::module::acl::remember_waiter(ctx, bc as usize);
     watch_keyspace(ctx);
-    let key: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
+    let key: KeyId = (rm::selected_db(ctx), rm::bytes(&name).to_vec());
     let waiter = Waiter {
         key: key.clone(),
         owner: req.owner.to_vec(),
@@ -252,7 +252,7 @@ pub fn block(
 
 /// Whether `key` (in the context's db) has waiters; cheap when nobody waits anywhere.
 pub fn has_waiters(ctx: Ctx, name: RStr) -> bool {
-    WAITERS.load(Ordering::Relaxed) != 0 && waiting_on(rm::selected_db(ctx), rm::bytes(name)) != 0
+    WAITERS.load(Ordering::Relaxed) != 0 && waiting_on(rm::selected_db(ctx), rm::bytes(&name)) != 0
 }
 
 /// The lock at `key` (open for writing) is free: give it to the head waiter, and to the
@@ -266,7 +266,7 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
     if WAITERS.load(Ordering::Relaxed) == 0 {
         return false;
     }
-    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
+    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(&name).to_vec());
     // A grant is a write: while the server refuses writes (or is out of memory) it is put off;
     // the waiters keep their places and the key is looked at again shortly.
     if crate::module::writes::refused_or_oom(ctx, name).is_some() {
@@ -364,7 +364,7 @@ pub fn turn(ctx: Ctx, name: RStr, owner: &[u8], now: i64) -> Turn {
     if WAITERS.load(Ordering::Relaxed) == 0 {
         return Turn::Go;
     }
-    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
+    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(&name).to_vec());
     with(|s| match grant::turn(s.q.reservation(&kid), owner, now) {
         grant::Turn::Wait(ms) => Turn::Wait(ms),
         grant::Turn::TakeReservation => {
@@ -383,7 +383,7 @@ pub fn queue_turn(ctx: Ctx, name: RStr, owner: &[u8], pttl: i64, now: i64) {
     if WAITERS.load(Ordering::Relaxed) == 0 {
         return;
     }
-    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
+    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(&name).to_vec());
     let until = grant::turn_place_until(pttl, now);
     with(|s| {
         if let Some(w) = s.q.turn_of(&kid, owner).and_then(|id| s.q.get_mut(id)) {
@@ -673,7 +673,7 @@ unsafe extern "C" fn on_key_event(
         return 0;
     }
     quietly(ctx, "keyspace event", || {
-        let kid: KeyId = (rm::selected_db(ctx), rm::bytes(key).to_vec());
+        let kid: KeyId = (rm::selected_db(ctx), rm::bytes(&key).to_vec());
         schedule_checks(ctx, |s| if s.q.has(&kid) { vec![kid] } else { vec![] });
     });
     0
