@@ -69,7 +69,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     if let Err(e) = config::register(ctx, &arg_bytes, hooks) {
         return fail(&context, &e);
     }
-    let handlers: [(&CStr, cmdinfo::Cmd); 6] = [
+    let handlers: [(&CStr, ffi::command_info::Cmd); 6] = [
         (c"lock.acquire", module::commands::acquire_cmd),
         (c"lock.release", module::commands::release_cmd),
         (c"lock.renew", module::commands::renew_cmd),
@@ -77,7 +77,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         (c"lock.info", module::commands::info_cmd),
         (c"lock.redisson", module::redisson::native::redisson_cmd),
     ];
-    if let Err(e) = cmdinfo::register(ctx, &handlers) {
+    if let Err(e) = ffi::command_info::register(ctx, &cmdinfo::SPECS, &handlers) {
         return fail(&context, &e);
     }
     stats::register_info(ctx);

@@ -2,6 +2,7 @@
 
 pub mod acl;
 pub mod command;
+pub mod command_info;
 pub mod events;
 pub mod filter;
 pub mod info;

@@ -10,6 +10,13 @@ use std::ptr::null_mut;
 
 pub type Ctx = *mut raw::RedisModuleCtx;
 
+/// Key-spec flags, for the command table (registry/cmdinfo.rs).
+pub use redis_module::raw::{
+    REDISMODULE_CMD_KEY_ACCESS as KEY_ACCESS, REDISMODULE_CMD_KEY_DELETE as KEY_DELETE,
+    REDISMODULE_CMD_KEY_RO as KEY_RO, REDISMODULE_CMD_KEY_RW as KEY_RW,
+    REDISMODULE_CMD_KEY_UPDATE as KEY_UPDATE,
+};
+
 /// Context flags (`RM_GetContextFlags`) and keyspace-event classes the glue tests or fires.
 pub use redis_module::raw::{
     REDISMODULE_CTX_FLAGS_CLUSTER as CTX_CLUSTER, REDISMODULE_CTX_FLAGS_DENY_BLOCKING as CTX_DENY_BLOCKING,
