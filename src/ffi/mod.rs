@@ -3,6 +3,7 @@
 pub mod acl;
 pub mod command;
 pub mod command_info;
+pub mod configs;
 pub mod events;
 pub mod filter;
 pub mod info;

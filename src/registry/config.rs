@@ -1,16 +1,15 @@
 //! Module configs `lock.channel-prefix`, `lock.publish-mode`, `lock.token-prefix`,
 //! `lock.token-ttl`, `lock.redisson-scripts`, `lock.redisson-extra-scripts`, and the limits
-//! `lock.max-waiters`, `lock.max-script-turns`, `lock.max-waiter-bytes`.
+//! `lock.max-waiters`, `lock.max-script-turns`, `lock.max-waiter-bytes`, `lock.argv-reuse`.
 //!
-//! Registered with the raw 7.0 config API so values are binary-safe: settable in redis.conf
+//! Registered with the 7.0 config API (ffi/configs.rs) so values are binary-safe: settable in redis.conf
 //! after `loadmodule`, as module arguments (`loadmodule ... publish-mode global`), and with
 //! CONFIG SET/GET.
 
+use crate::ffi::configs::{self, BoolConfig, EnumConfig, Kept, NumericConfig, StringConfig};
 use crate::ffi::replication;
-use crate::ffi::rm::{self, rm, Ctx, RStr};
-use redis_module::raw;
-use std::ffi::CStr;
-use std::ffi::{c_char, c_int, c_longlong, c_void};
+use crate::ffi::rm::Ctx;
+use std::ffi::{c_int, CStr};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 
@@ -37,12 +36,12 @@ struct StrConfig {
     name: &'static CStr,
     default: &'static [u8],
     value: Mutex<Vec<u8>>,
-    last: Mutex<usize>,
+    kept: Kept,
 }
 
 impl StrConfig {
     const fn new(name: &'static CStr, default: &'static [u8]) -> StrConfig {
-        StrConfig { name, default, value: Mutex::new(Vec::new()), last: Mutex::new(0) }
+        StrConfig { name, default, value: Mutex::new(Vec::new()), kept: Kept::new() }
     }
 
     /// Run `f` on the current value (the default until one is set).
@@ -51,7 +50,7 @@ impl StrConfig {
         f(if v.is_empty() { self.default } else { &v })
     }
 
-    fn set(&self, b: &[u8]) {
+    fn store(&self, b: &[u8]) {
         *self.value.lock().unwrap_or_else(PoisonError::into_inner) = b.to_vec();
     }
 }
@@ -94,75 +93,87 @@ pub fn mode() -> PublishMode {
     }
 }
 
-/// `privdata` of the string-config callbacks: the `StrConfig` they serve.
-fn str_config<'a>(pd: *mut c_void) -> Option<&'a StrConfig> {
-    // SAFETY: registered with a pointer to one of the `StrConfig` statics above.
-    unsafe { pd.cast::<StrConfig>().as_ref() }
-}
-
-unsafe extern "C" fn get_str(_name: *const c_char, pd: *mut c_void) -> RStr {
-    let Some(cfg) = str_config(pd) else { return std::ptr::null_mut() };
-    // Redis copies the value; keep one string alive per config (freed on the next get).
-    let s = cfg.with(rm::OwnedStr::leak);
-    let mut last = cfg.last.lock().unwrap_or_else(PoisonError::into_inner);
-    let old = std::mem::replace(&mut *last, s as usize);
-    if old != 0 {
-        rm!(RedisModule_FreeString(std::ptr::null_mut(), old as RStr) else ());
+impl StringConfig for StrConfig {
+    fn get(&self) -> Vec<u8> {
+        self.with(<[u8]>::to_vec)
     }
-    s
-}
-
-unsafe extern "C" fn set_str(_name: *const c_char, val: RStr, pd: *mut c_void, err: *mut RStr) -> c_int {
-    let Some(cfg) = str_config(pd) else { return raw::REDISMODULE_ERR as c_int };
-    let b = rm::bytes(&val);
-    if b.is_empty() {
-        if !err.is_null() {
-            let msg = format!("{} must not be empty", cfg.name.to_string_lossy());
-            unsafe { *err = rm::OwnedStr::leak(msg.as_bytes()) };
+    fn set(&self, b: &[u8]) -> Result<(), String> {
+        if b.is_empty() {
+            return Err(format!("{} must not be empty", self.name.to_string_lossy()));
         }
-        return raw::REDISMODULE_ERR as c_int;
+        self.store(b);
+        Ok(())
     }
-    cfg.set(b);
-    raw::REDISMODULE_OK as c_int
+    fn kept(&self) -> &Kept {
+        &self.kept
+    }
 }
 
-unsafe extern "C" fn get_mode(_name: *const c_char, _pd: *mut c_void) -> c_int {
-    mode() as c_int
-}
-
-unsafe extern "C" fn set_mode(_name: *const c_char, val: c_int, _pd: *mut c_void, _err: *mut RStr) -> c_int {
-    MODE.store(val.clamp(0, 3) as u8, Ordering::Relaxed);
-    raw::REDISMODULE_OK as c_int
+struct ModeConfig;
+impl EnumConfig for ModeConfig {
+    fn get(&self) -> c_int {
+        mode() as c_int
+    }
+    fn set(&self, val: c_int) -> Result<(), String> {
+        MODE.store(val.clamp(0, 3) as u8, Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 /// `lock.argv-reuse`: whether effects may be propagated through the command's own argv
 /// (ffi/replication.rs); `no` sends every effect through `RM_Replicate`.
-unsafe extern "C" fn get_argv_reuse(_name: *const c_char, _pd: *mut c_void) -> c_int {
-    c_int::from(replication::argv_reuse())
+struct ArgvReuse;
+impl BoolConfig for ArgvReuse {
+    fn get(&self) -> bool {
+        replication::argv_reuse()
+    }
+    fn set(&self, on: bool) -> Result<(), String> {
+        replication::set_argv_reuse(on);
+        Ok(())
+    }
 }
 
-unsafe extern "C" fn set_argv_reuse(
-    _name: *const c_char,
-    val: c_int,
-    _pd: *mut c_void,
-    _err: *mut RStr,
-) -> c_int {
-    replication::set_argv_reuse(val != 0);
-    raw::REDISMODULE_OK as c_int
+/// `lock.redisson-scripts`; applying it installs or removes the command filter.
+struct Scripts;
+impl EnumConfig for Scripts {
+    fn get(&self) -> c_int {
+        c_int::from(redisson_native())
+    }
+    fn set(&self, val: c_int) -> Result<(), String> {
+        REDISSON_NATIVE.store(val == 1, Ordering::Relaxed);
+        Ok(())
+    }
+    fn apply(&self, ctx: Ctx) -> Result<(), String> {
+        (filter_hooks().install)(ctx, redisson_native())
+    }
 }
 
-unsafe extern "C" fn get_scripts(_name: *const c_char, _pd: *mut c_void) -> c_int {
-    c_int::from(redisson_native())
+/// `lock.redisson-extra-scripts`.
+struct Extra;
+static EXTRA_KEPT: Kept = Kept::new();
+impl StringConfig for Extra {
+    fn get(&self) -> Vec<u8> {
+        REDISSON_EXTRA.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+    fn set(&self, b: &[u8]) -> Result<(), String> {
+        (filter_hooks().set_extra)(b).map_err(|e| format!("redisson-extra-scripts: {e}"))?;
+        *REDISSON_EXTRA.lock().unwrap_or_else(PoisonError::into_inner) = b.to_vec();
+        Ok(())
+    }
+    fn kept(&self) -> &Kept {
+        &EXTRA_KEPT
+    }
 }
 
-unsafe extern "C" fn set_scripts(
-    _name: *const c_char,
-    val: c_int,
-    _pd: *mut c_void,
-    _err: *mut RStr,
-) -> c_int {
-    REDISSON_NATIVE.store(val == 1, Ordering::Relaxed);
-    raw::REDISMODULE_OK as c_int
+struct TokenTtl;
+impl NumericConfig for TokenTtl {
+    fn get(&self) -> i64 {
+        token_ttl()
+    }
+    fn set(&self, val: i64) -> Result<(), String> {
+        TOKEN_TTL.store(val.max(0), Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 /// What the Redisson configs act on: the command filter (module/redisson/filter.rs). `lib.rs`
@@ -180,60 +191,6 @@ static HOOKS: std::sync::RwLock<FilterHooks> =
 
 fn filter_hooks() -> FilterHooks {
     *HOOKS.read().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Apply `lock.redisson-scripts` after CONFIG SET: install or remove the command filter.
-unsafe extern "C" fn apply_scripts(ctx: Ctx, _pd: *mut c_void, err: *mut RStr) -> c_int {
-    match (filter_hooks().install)(ctx, redisson_native()) {
-        Ok(()) => raw::REDISMODULE_OK as c_int,
-        Err(e) => {
-            if !err.is_null() {
-                unsafe { *err = rm::OwnedStr::leak(e.as_bytes()) };
-            }
-            raw::REDISMODULE_ERR as c_int
-        }
-    }
-}
-
-unsafe extern "C" fn get_extra(_name: *const c_char, _pd: *mut c_void) -> RStr {
-    // Redis copies the value; keep one string alive (freed on the next get).
-    static LAST: Mutex<usize> = Mutex::new(0);
-    let s = rm::OwnedStr::leak(&REDISSON_EXTRA.lock().unwrap_or_else(PoisonError::into_inner));
-    let old = std::mem::replace(&mut *LAST.lock().unwrap_or_else(PoisonError::into_inner), s as usize);
-    if old != 0 {
-        rm!(RedisModule_FreeString(std::ptr::null_mut(), old as RStr) else ());
-    }
-    s
-}
-
-unsafe extern "C" fn set_extra(_name: *const c_char, val: RStr, _pd: *mut c_void, err: *mut RStr) -> c_int {
-    let b = rm::bytes(&val);
-    match (filter_hooks().set_extra)(b) {
-        Ok(()) => {
-            *REDISSON_EXTRA.lock().unwrap_or_else(PoisonError::into_inner) = b.to_vec();
-            raw::REDISMODULE_OK as c_int
-        }
-        Err(e) => {
-            if !err.is_null() {
-                unsafe { *err = rm::OwnedStr::leak(format!("redisson-extra-scripts: {e}").as_bytes()) };
-            }
-            raw::REDISMODULE_ERR as c_int
-        }
-    }
-}
-
-unsafe extern "C" fn get_ttl(_name: *const c_char, _pd: *mut c_void) -> c_longlong {
-    token_ttl()
-}
-
-unsafe extern "C" fn set_ttl(
-    _name: *const c_char,
-    val: c_longlong,
-    _pd: *mut c_void,
-    _err: *mut RStr,
-) -> c_int {
-    TOKEN_TTL.store(val.max(0), Ordering::Relaxed);
-    raw::REDISMODULE_OK as c_int
 }
 
 /// Value of `name` (or `lock.name`) among the module arguments.
@@ -255,21 +212,8 @@ fn register_str(ctx: Ctx, args: &[&[u8]], cfg: &'static StrConfig) -> Result<(),
     if default.is_empty() || default.contains(&0) {
         return Err(format!("{name} must be a non-empty string without NUL bytes"));
     }
-    cfg.set(default);
-    let mut default_c = default.to_vec();
-    default_c.push(0);
-    let pd = (cfg as *const StrConfig).cast_mut().cast::<c_void>();
-    let r = rm!(RedisModule_RegisterStringConfig(
-        ctx,
-        cfg.name.as_ptr(),
-        default_c.as_ptr().cast::<c_char>(),
-        raw::REDISMODULE_CONFIG_DEFAULT,
-        Some(get_str),
-        Some(set_str),
-        None,
-        pd,
-    ) else raw::REDISMODULE_ERR as c_int);
-    if r != raw::REDISMODULE_OK as c_int {
+    cfg.store(default);
+    if !configs::register_string(ctx, cfg.name, default, cfg) {
         return Err(format!("could not register the config {name}"));
     }
     Ok(())
@@ -297,34 +241,9 @@ pub fn register(ctx: Ctx, args: &[&[u8]], hooks: FilterHooks) -> Result<(), Stri
     };
     TOKEN_TTL.store(ttl_default, Ordering::Relaxed);
 
-    let flags = raw::REDISMODULE_CONFIG_DEFAULT;
-    let mut names: Vec<*const c_char> = MODE_NAMES.iter().map(|(n, _)| n.as_ptr()).collect();
-    let vals: Vec<c_int> = MODE_NAMES.iter().map(|(_, m)| *m as c_int).collect();
-    let r1 = rm!(RedisModule_RegisterEnumConfig(
-        ctx,
-        c"publish-mode".as_ptr(),
-        mode_default as c_int,
-        flags,
-        names.as_mut_ptr(),
-        vals.as_ptr(),
-        names.len() as c_int,
-        Some(get_mode),
-        Some(set_mode),
-        None,
-        std::ptr::null_mut(),
-    ) else raw::REDISMODULE_ERR as c_int);
-    let r2 = rm!(RedisModule_RegisterNumericConfig(
-        ctx,
-        c"token-ttl".as_ptr(),
-        ttl_default,
-        flags,
-        0,
-        c_longlong::MAX,
-        Some(get_ttl),
-        Some(set_ttl),
-        None,
-        std::ptr::null_mut(),
-    ) else raw::REDISMODULE_ERR as c_int);
+    let modes: Vec<(&CStr, c_int)> = MODE_NAMES.iter().map(|(n, m)| (*n, *m as c_int)).collect();
+    let r1 = configs::register_enum(ctx, c"publish-mode", mode_default as c_int, &modes, false, &ModeConfig);
+    let r2 = configs::register_numeric(ctx, c"token-ttl", ttl_default, 0, i64::MAX, &TokenTtl);
     let scripts_default = match module_arg(args, "redisson-scripts") {
         None => 0,
         Some(v) if v.eq_ignore_ascii_case(b"lua") => 0,
@@ -332,36 +251,18 @@ pub fn register(ctx: Ctx, args: &[&[u8]], hooks: FilterHooks) -> Result<(), Stri
         Some(_) => return Err("redisson-scripts must be lua or native".into()),
     };
     REDISSON_NATIVE.store(scripts_default == 1, Ordering::Relaxed);
-    let mut script_names = [c"lua".as_ptr(), c"native".as_ptr()];
-    let script_vals: [c_int; 2] = [0, 1];
-    let r3 = rm!(RedisModule_RegisterEnumConfig(
+    let r3 = configs::register_enum(
         ctx,
-        c"redisson-scripts".as_ptr(),
+        c"redisson-scripts",
         scripts_default,
-        flags,
-        script_names.as_mut_ptr(),
-        script_vals.as_ptr(),
-        2,
-        Some(get_scripts),
-        Some(set_scripts),
-        Some(apply_scripts),
-        std::ptr::null_mut(),
-    ) else raw::REDISMODULE_ERR as c_int);
+        &[(c"lua", 0), (c"native", 1)],
+        true,
+        &Scripts,
+    );
     let extra = module_arg(args, "redisson-extra-scripts").unwrap_or(b"");
     (filter_hooks().set_extra)(extra).map_err(|e| format!("redisson-extra-scripts: {e}"))?;
     *REDISSON_EXTRA.lock().unwrap_or_else(PoisonError::into_inner) = extra.to_vec();
-    let mut extra_c = extra.to_vec();
-    extra_c.push(0);
-    let r4 = rm!(RedisModule_RegisterStringConfig(
-        ctx,
-        c"redisson-extra-scripts".as_ptr(),
-        extra_c.as_ptr().cast::<c_char>(),
-        flags,
-        Some(get_extra),
-        Some(set_extra),
-        None,
-        std::ptr::null_mut(),
-    ) else raw::REDISMODULE_ERR as c_int);
+    let r4 = configs::register_string(ctx, c"redisson-extra-scripts", extra, &Extra);
     let reuse_default = match module_arg(args, "argv-reuse") {
         None => true,
         Some(v) if v.eq_ignore_ascii_case(b"yes") => true,
@@ -369,21 +270,12 @@ pub fn register(ctx: Ctx, args: &[&[u8]], hooks: FilterHooks) -> Result<(), Stri
         Some(_) => return Err("argv-reuse must be yes or no".into()),
     };
     replication::set_argv_reuse(reuse_default);
-    let r5 = rm!(RedisModule_RegisterBoolConfig(
-        ctx,
-        c"argv-reuse".as_ptr(),
-        c_int::from(reuse_default),
-        flags,
-        Some(get_argv_reuse),
-        Some(set_argv_reuse),
-        None,
-        std::ptr::null_mut(),
-    ) else raw::REDISMODULE_ERR as c_int);
-    if [r1, r2, r3, r4, r5].iter().any(|r| *r != raw::REDISMODULE_OK as c_int) {
+    let r5 = configs::register_bool(ctx, c"argv-reuse", reuse_default, &ArgvReuse);
+    if ![r1, r2, r3, r4, r5].iter().all(|r| *r) {
         return Err("could not register the module configs".into());
     }
     register_limits(ctx, args)?;
-    if rm!(RedisModule_LoadConfigs(ctx) else raw::REDISMODULE_ERR as c_int) != raw::REDISMODULE_OK as c_int {
+    if !configs::load(ctx) {
         return Err("could not load the module configs".into());
     }
     (filter_hooks().install)(ctx, redisson_native())
@@ -417,27 +309,13 @@ pub static MAX_WAITER_BYTES: Limit = Limit::new(c"max-waiter-bytes", 65_536);
 
 const LIMITS: [&Limit; 3] = [&MAX_WAITERS, &MAX_SCRIPT_TURNS, &MAX_WAITER_BYTES];
 
-fn limit<'a>(pd: *mut c_void) -> Option<&'a Limit> {
-    // SAFETY: registered with a pointer to one of the `Limit` statics above.
-    unsafe { pd.cast::<Limit>().as_ref() }
-}
-
-unsafe extern "C" fn get_limit(_name: *const c_char, pd: *mut c_void) -> c_longlong {
-    limit(pd).map_or(0, Limit::get)
-}
-
-unsafe extern "C" fn set_limit(
-    _name: *const c_char,
-    val: c_longlong,
-    pd: *mut c_void,
-    _err: *mut RStr,
-) -> c_int {
-    match limit(pd) {
-        Some(l) => {
-            l.value.store(val.max(0), Ordering::Relaxed);
-            raw::REDISMODULE_OK as c_int
-        }
-        None => raw::REDISMODULE_ERR as c_int,
+impl NumericConfig for Limit {
+    fn get(&self) -> i64 {
+        Limit::get(self)
+    }
+    fn set(&self, val: i64) -> Result<(), String> {
+        self.value.store(val.max(0), Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -451,20 +329,7 @@ fn register_limits(ctx: Ctx, args: &[&[u8]]) -> Result<(), String> {
                 .ok_or_else(|| format!("{name} must be an integer >= 0"))?,
         };
         l.value.store(default, Ordering::Relaxed);
-        let pd = (l as *const Limit).cast_mut().cast::<c_void>();
-        let r = rm!(RedisModule_RegisterNumericConfig(
-            ctx,
-            l.name.as_ptr(),
-            default,
-            raw::REDISMODULE_CONFIG_DEFAULT,
-            0,
-            c_longlong::MAX,
-            Some(get_limit),
-            Some(set_limit),
-            None,
-            pd,
-        ) else raw::REDISMODULE_ERR as c_int);
-        if r != raw::REDISMODULE_OK as c_int {
+        if !configs::register_numeric(ctx, l.name, default, 0, i64::MAX, l) {
             return Err(format!("could not register the config {name}"));
         }
     }
