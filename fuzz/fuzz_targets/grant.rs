@@ -42,7 +42,11 @@ fuzz_target!(|input: Input| {
         .map(|(e, o)| Head {
             owner: o,
             turn_until: e.turn.map(|t| now.saturating_add(i64::from(t))),
-            deadline: if e.turn.is_some() { None } else { e.deadline.map(|d| now.saturating_add(i64::from(d))) },
+            deadline: if e.turn.is_some() {
+                None
+            } else {
+                e.deadline.map(|d| now.saturating_add(i64::from(d)))
+            },
         })
         .collect();
     let reservation_until = input.reservation.map(|(_, t)| now.saturating_add(i64::from(t)));
