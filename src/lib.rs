@@ -1,47 +1,30 @@
+// No panics on client data in the module: these are errors in src/ (Cargo.toml's [lints] would
+// also apply them to tests/, which may unwrap); clippy.toml allows them in #[cfg(test)] code.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 //! redis-lock: a Redis module with native, Redisson-compatible distributed lock commands.
 //!
-//! Layout (one concern per file):
-//! - `args`: argument parsing (pure)
-//! - `state`: lock state transitions (pure)
-//! - `queue`: the per-key FIFO waiter queue (pure)
-//! - `rm`: thin wrappers over the raw module API
-//! - `effects`: writes with their replication, notifications and release message;
-//!   `replicate`: how those effects are propagated (through the command's argv when they fit)
-//! - `commands`: the LOCK.* handlers
-//! - `wait`: blocking, handoff, lease timers and keyspace/server events
-//! - `fence`: how the next fencing token is chosen (pure); `token`: the token key's reads/writes
-//! - `redisson_scripts`: Redisson's lock scripts by SHA1, exact-shape checks (pure);
-//!   `script_filter`: the command filter that routes them; `redisson_native`: LOCK.REDISSON
-//! - `timing`: timer periods, capped and re-armed (pure)
-//! - `cluster`: slot checks before grants made outside a command
-//! - `config`, `stats`, `cmdinfo`: configs, INFO section, command registration and docs
+//! Layout (see docs/internals.md):
+//! - `logic/`: pure code (parsing, state transitions, the waiter queue, fencing-token math,
+//!   Redisson's script table, timer periods); no `redis_module` import; unit-tested and fuzzed
+//! - `ffi/`: the boundary with the server (raw module API, unsafe, C callbacks)
+//! - `module/`: the glue (command handlers, effects, waiting and handoff, the Redisson filter and
+//!   native scripts, ACL and write checks, cluster checks)
+//! - `registry/`: leaves (configs, INFO counters, command registration and docs)
+//! - this file: load, unload and server-event subscriptions
 
-pub mod args;
-pub mod fence;
-pub mod luanum;
-pub mod queue;
-pub mod redisson_scripts;
-pub mod state;
-pub mod timing;
+pub mod logic;
 
-mod acl;
-mod cluster;
-mod cmdinfo;
-mod commands;
-mod config;
-mod effects;
-mod redisson_native;
-mod replicate;
-mod rm;
-mod script_filter;
-mod stats;
-mod token;
-mod wait;
-mod writes;
+mod ffi;
+mod module;
+mod registry;
 
-use redis_module::{raw, redis_module, Context, RedisString, Status};
-use rm::rm;
-use std::os::raw::c_int;
+use ffi::events;
+use ffi::rm;
+use module::{acl, cluster, redisson::filter as script_filter, wait, writes};
+use redis_module::{redis_module, Context, RedisString, Status};
+use registry::{cmdinfo, config, stats};
+use std::ffi::CStr;
 
 #[cfg(not(any(test, feature = "fuzzing")))]
 macro_rules! alloc {
@@ -76,26 +59,31 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     install_panic_hook();
     reset_statics();
     rm::init_constants();
-    replicate::init();
+    ffi::replication::init();
     cluster::init(ctx.ctx);
     let ctx = ctx.ctx;
     let arg_bytes: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
     let context = Context::new(ctx);
-    rm!(RedisModule_SetModuleOptions(ctx, raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int) else ());
-    if let Err(e) = config::register(ctx, &arg_bytes) {
+    events::no_implicit_signal_modified(ctx);
+    let hooks = config::FilterHooks { install: script_filter::install, set_extra: script_filter::set_extra };
+    if let Err(e) = config::register(ctx, &arg_bytes, hooks) {
         return fail(&context, &e);
     }
-    if let Err(e) = cmdinfo::register(ctx) {
+    let handlers: [(&CStr, ffi::command_info::Cmd); 6] = [
+        (c"lock.acquire", module::commands::acquire_cmd),
+        (c"lock.release", module::commands::release_cmd),
+        (c"lock.renew", module::commands::renew_cmd),
+        (c"lock.forcerelease", module::commands::force_release_cmd),
+        (c"lock.info", module::commands::info_cmd),
+        (c"lock.redisson", module::redisson::native::redisson_cmd),
+    ];
+    if let Err(e) = ffi::command_info::register(ctx, &cmdinfo::SPECS, &handlers) {
         return fail(&context, &e);
     }
     stats::register_info(ctx);
-    let subscribe = |id: u64, cb: raw::RedisModuleEventCallback| {
-        let ev = raw::RedisModuleEvent { id, dataver: 1 };
-        rm!(RedisModule_SubscribeToServerEvent(ctx, ev, cb) else 1)
-    };
-    if subscribe(raw::REDISMODULE_EVENT_FLUSHDB, Some(wait::on_flush)) != 0
-        || subscribe(raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED, Some(wait::on_role_change)) != 0
-        || subscribe(raw::REDISMODULE_EVENT_SWAPDB, Some(wait::on_swapdb)) != 0
+    if !events::subscribe(ctx, events::FLUSHDB, wait::on_flush)
+        || !events::subscribe(ctx, events::ROLE_CHANGED, wait::on_role_change)
+        || !events::subscribe(ctx, events::SWAPDB, wait::on_swapdb)
     {
         return fail(&context, "cannot subscribe to server events");
     }
@@ -103,7 +91,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     // starts with no cached answer.
     writes::invalidate();
     for id in writes::EVENTS {
-        subscribe(id, Some(writes::on_event));
+        events::subscribe(ctx, id, writes::on_event);
     }
     Status::Ok
 }

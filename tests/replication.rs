@@ -1106,6 +1106,18 @@ fn effects_through_the_command_argv_replicate_exactly() {
         ("LOCK.FORCERELEASE f", "DEL f | PUBLISH redisson_lock__channel:{f} 0"),
         ("LOCK.ACQUIRE w o 30000 WAIT 10", "HSET w o 1 o 1 | PEXPIREAT w <d> NX NX NX"),
     ];
+    check_effects(&tap, &mut m, &mut r, &cmds);
+    let ttl: i64 = redis::cmd("PEXPIRETIME").arg("foreign").query(&mut r).unwrap();
+    assert_eq!(ttl, -2, "foreign was force-released");
+    let exp: i64 = redis::cmd("PEXPIRETIME").arg("w").query(&mut r).unwrap();
+    assert!(exp > 0, "w has its lease on the replica");
+    master.assert_alive();
+}
+
+/// Run each command on the master and compare what it propagates (as shapes: `<d>` an absolute
+/// deadline, `<t>` a token) with the expected effects, then the replica's keys with the
+/// master's.
+fn check_effects(tap: &Tap, m: &mut redis::Connection, r: &mut redis::Connection, cmds: &[(&str, &str)]) {
     let shape = |cmd: &[Bytes]| -> String {
         let word = |(i, a): (usize, &Bytes)| {
             let t = String::from_utf8_lossy(a).into_owned();
@@ -1118,14 +1130,14 @@ fn effects_through_the_command_argv_replicate_exactly() {
         };
         cmd.iter().enumerate().map(word).collect::<Vec<_>>().join(" ")
     };
-    for (c, want) in &cmds {
+    for (c, want) in cmds {
         let mut q = redis::Cmd::new();
         for a in c.split(' ') {
             q.arg(a);
         }
-        let _: Value = q.query(&mut m).expect("command");
+        let _: Value = q.query(m).expect("command");
         let got: Vec<String> = tap
-            .drain(&mut m)
+            .drain(m)
             .iter()
             .filter(|x| {
                 !["MULTI", "EXEC", "SELECT", "PING", "REPLCONF"]
@@ -1136,14 +1148,55 @@ fn effects_through_the_command_argv_replicate_exactly() {
             .map(|x| shape(x))
             .collect();
         assert_eq!(got.join(" | "), *want, "effects of {c}");
-        wait_replicas(&mut m, 1, &mut [&mut r]);
+        wait_replicas(m, 1, &mut [r]);
         for k in ["new", "foreign", "w", "f", "r", "redisson_lock_token:{w}", "redisson_lock_token:{f}"] {
-            assert_eq!(key_state(&mut r, k.as_bytes()), key_state(&mut m, k.as_bytes()), "{k} after {c:?}");
+            assert_eq!(key_state(r, k.as_bytes()), key_state(m, k.as_bytes()), "{k} after {c:?}");
         }
     }
-    let ttl: i64 = redis::cmd("PEXPIRETIME").arg("foreign").query(&mut r).unwrap();
-    assert_eq!(ttl, -2, "foreign was force-released");
-    let exp: i64 = redis::cmd("PEXPIRETIME").arg("w").query(&mut r).unwrap();
-    assert!(exp > 0, "w has its lease on the replica");
+}
+
+/// With `lock.argv-reuse no` every effect goes through `RM_Replicate` in its plain form (no
+/// padding, no NX/XX), and a replica without the module still ends exactly like the master.
+#[test]
+fn argv_reuse_off_replicates_plain_effects() {
+    let mut master = Server::start_opts(common::scripts::native_opts().module_arg("argv-reuse no"));
+    let replica = Server::start_opts(Opts::default().without_module());
+    replica.replicate_from(&master);
+    let tap = Tap::attach(&master);
+    let mut m = master.conn();
+    let mut r = replica.conn();
+    let got: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("lock.argv-reuse").query(&mut m).unwrap();
+    assert_eq!(got, ["lock.argv-reuse", "no"]);
+    let acquire = common::scripts::script("acquire").sha;
+    let unlock = common::scripts::script("unlock").sha;
+    let unlock_r = format!("EVALSHA {unlock} 2 r redisson_lock__channel:{{r}} 0 30000 o PUBLISH");
+    let acquire_r = format!("EVALSHA {acquire} 1 r 30000 o");
+    let cmds: Vec<(&str, &str)> = vec![
+        (&acquire_r, "HINCRBY r o 1 | PEXPIREAT r <d>"),
+        (&acquire_r, "HINCRBY r o 1 | PEXPIREAT r <d>"),
+        (&unlock_r, "HINCRBY r o -1 | PEXPIREAT r <d>"),
+        (&unlock_r, "DEL r | PUBLISH redisson_lock__channel:{r} 0"),
+        ("LOCK.ACQUIRE new o 40000", "HINCRBY new o 1 | PEXPIREAT new <d>"),
+        ("LOCK.ACQUIRE new o 50000", "HINCRBY new o 1 | PEXPIREAT new <d>"),
+        ("HSET foreign o 1", "HSET foreign o 1"),
+        ("LOCK.ACQUIRE foreign o 60000", "HINCRBY foreign o 1 | PEXPIREAT foreign <d>"),
+        ("LOCK.RENEW new o 70000", "PEXPIREAT new <d>"),
+        ("LOCK.RELEASE new o 80000", "HINCRBY new o -1 | PEXPIREAT new <d>"),
+        ("LOCK.RELEASE new o", "DEL new | PUBLISH redisson_lock__channel:{new} 0"),
+        ("LOCK.FORCERELEASE foreign", "DEL foreign | PUBLISH redisson_lock__channel:{foreign} 0"),
+        ("LOCK.ACQUIRE w o 30000 WAIT 10", "HINCRBY w o 1 | PEXPIREAT w <d>"),
+        ("LOCK.ACQUIRE w o 32000 FENCE", "HINCRBY w o 1 | PEXPIREAT w <d> | SET redisson_lock_token:{w} <t>"),
+        ("LOCK.RELEASE w o", "HINCRBY w o -1"),
+        ("LOCK.RELEASE w o", "DEL w | PUBLISH redisson_lock__channel:{w} 0"),
+    ];
+    check_effects(&tap, &mut m, &mut r, &cmds);
+    // Back on at run time: the padded forms again.
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("lock.argv-reuse").arg("yes").query(&mut m).unwrap();
+    check_effects(
+        &tap,
+        &mut m,
+        &mut r,
+        &[("LOCK.ACQUIRE w o 30000 WAIT 10", "HSET w o 1 o 1 | PEXPIREAT w <d> NX NX NX")],
+    );
     master.assert_alive();
 }

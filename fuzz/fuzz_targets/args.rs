@@ -1,4 +1,4 @@
-//! Fuzz the argument parsers (`redis_lock::args`) against an independent model of the spec.
+//! Fuzz the argument parsers (`redis_lock::logic::args`) against an independent model of the spec.
 //!
 //! The input becomes an argv (raw bytes mixed with interesting tokens: integers at the i64
 //! edges, `WAIT` and `FENCE` in any case, empty strings) fed to every parser. Properties:
@@ -15,7 +15,8 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use redis_lock::args::{self, ArgError, LEASE, TIMEOUT};
+use redis_lock::logic::args::{self, LEASE, TIMEOUT};
+use redis_lock::logic::error::Error;
 
 #[derive(Arbitrary, Debug)]
 enum Tok {
@@ -89,21 +90,21 @@ fn check_i64(b: &[u8]) {
 }
 
 /// Errors that `owner` and `lease` deserve.
-fn owner_errors(o: &[u8], errs: &mut Vec<ArgError>) {
+fn owner_errors(o: &[u8], errs: &mut Vec<Error>) {
     if o.is_empty() {
-        errs.push(ArgError::EmptyOwner);
+        errs.push(Error::EmptyOwner);
     }
 }
-fn lease_errors(l: &[u8], errs: &mut Vec<ArgError>) -> Option<i64> {
+fn lease_errors(l: &[u8], errs: &mut Vec<Error>) -> Option<i64> {
     match model_i64(l) {
-        None => errs.push(ArgError::NotInteger(LEASE)),
-        Some(v) if v <= 0 => errs.push(ArgError::NotPositive(LEASE)),
+        None => errs.push(Error::NotInteger(LEASE)),
+        Some(v) if v <= 0 => errs.push(Error::NotPositive(LEASE)),
         Some(v) => return Some(v),
     }
     None
 }
 
-fn judge<T: std::fmt::Debug>(what: &str, argv: &[&[u8]], got: &Result<T, ArgError>, errs: &[ArgError]) {
+fn judge<T: std::fmt::Debug>(what: &str, argv: &[&[u8]], got: &Result<T, Error>, errs: &[Error]) {
     match got {
         Ok(v) => assert!(errs.is_empty(), "{what}{argv:?} = Ok({v:?}) but deserves {errs:?}"),
         Err(e) => {
@@ -111,7 +112,7 @@ fn judge<T: std::fmt::Debug>(what: &str, argv: &[&[u8]], got: &Result<T, ArgErro
             let text = e.to_string();
             assert!(text.starts_with("ERR "), "error text {text:?}");
             match e {
-                ArgError::NotInteger(n) | ArgError::NotPositive(n) | ArgError::Negative(n) => {
+                Error::NotInteger(n) | Error::NotPositive(n) | Error::Negative(n) => {
                     assert!(text.contains(n), "{text:?} must name {n}")
                 }
                 _ => {}
@@ -125,7 +126,7 @@ fn check_acquire(argv: &[&[u8]]) {
     let mut errs = vec![];
     let mut want = None;
     if argv.len() < 3 {
-        errs.push(ArgError::Arity);
+        errs.push(Error::Arity);
     } else {
         owner_errors(argv[1], &mut errs);
         let lease = lease_errors(argv[2], &mut errs);
@@ -142,12 +143,12 @@ fn check_acquire(argv: &[&[u8]]) {
                 continue;
             }
             if !opt.eq_ignore_ascii_case(b"WAIT") || wait.is_some() || i + 1 >= argv.len() {
-                errs.push(ArgError::Syntax);
+                errs.push(Error::Syntax);
                 break;
             }
             match model_i64(argv[i + 1]) {
-                None => errs.push(ArgError::NotInteger(TIMEOUT)),
-                Some(v) if v < 0 => errs.push(ArgError::Negative(TIMEOUT)),
+                None => errs.push(Error::NotInteger(TIMEOUT)),
+                Some(v) if v < 0 => errs.push(Error::Negative(TIMEOUT)),
                 Some(v) => wait = Some(v),
             }
             if wait.is_none() {
@@ -173,14 +174,14 @@ fn check_release(argv: &[&[u8]]) {
     let mut errs = vec![];
     let mut lease = None;
     match argv.len() {
-        0 | 1 => errs.push(ArgError::Arity),
+        0 | 1 => errs.push(Error::Arity),
         n => {
             owner_errors(argv[1], &mut errs);
             if n >= 3 {
                 lease = lease_errors(argv[2], &mut errs);
             }
             if n > 3 {
-                errs.push(ArgError::Syntax);
+                errs.push(Error::Syntax);
             }
         }
     }
@@ -197,7 +198,7 @@ fn check_renew(argv: &[&[u8]]) {
     let mut errs = vec![];
     let mut lease = None;
     if argv.len() != 3 {
-        errs.push(ArgError::Arity);
+        errs.push(Error::Arity);
     } else {
         owner_errors(argv[1], &mut errs);
         lease = lease_errors(argv[2], &mut errs);
@@ -211,7 +212,7 @@ fn check_renew(argv: &[&[u8]]) {
 
 fn check_key_only(argv: &[&[u8]]) {
     let got = args::key_only(argv);
-    let errs = if argv.len() == 1 { vec![] } else { vec![ArgError::Arity] };
+    let errs = if argv.len() == 1 { vec![] } else { vec![Error::Arity] };
     judge("key_only", argv, &got, &errs);
 }
 
@@ -275,7 +276,7 @@ fuzz_target!(|input: Input| {
 
     match (args::deadline(input.now, input.ms, LEASE), input.now.checked_add(input.ms)) {
         (Ok(d), Some(s)) => assert_eq!(d, s),
-        (Err(ArgError::Overflow(n)), None) => assert_eq!(n, LEASE),
+        (Err(Error::Overflow(n)), None) => assert_eq!(n, LEASE),
         (got, sum) => panic!("deadline({}, {}) = {got:?}, sum {sum:?}", input.now, input.ms),
     }
 

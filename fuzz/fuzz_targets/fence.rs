@@ -1,4 +1,4 @@
-//! Fuzz the fencing-token choice (`redis_lock::fence`) over sequences of what happens to one
+//! Fuzz the fencing-token choice (`redis_lock::logic::fence`) over sequences of what happens to one
 //! lock's token key: FENCE grants, Redisson RFencedLock INCRs, the key lost (token-ttl expiry,
 //! a failover that lost writes) while the clock moves on, and foreign SETs. Properties:
 //! - a token is above the stored value and never below the clock;
@@ -11,7 +11,8 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use redis_lock::fence::{self, FenceError};
+use redis_lock::logic::error::Error;
+use redis_lock::logic::fence;
 
 #[derive(Arbitrary, Debug)]
 enum Op {
@@ -49,7 +50,7 @@ fuzz_target!(|input: (i64, Vec<Op>)| {
                     highest = Some(highest.map_or(t, |h| h.max(t)));
                 }
                 Err(e) => {
-                    assert_eq!(e, FenceError::Overflow);
+                    assert_eq!(e, Error::TokenOverflow);
                     assert_eq!(stored, Some(i64::MAX));
                 }
             },

@@ -1,4 +1,4 @@
-//! Fuzz the lock state transitions (`redis_lock::state`) on a model of one lock key.
+//! Fuzz the lock state transitions (`redis_lock::logic::state`) on a model of one lock key.
 //!
 //! The model is what Redis would hold at the key: nothing, a non-hash value, or a hash
 //! {owner -> stored bytes}. Each op reads a `LockView` from the model exactly as the command
@@ -14,7 +14,8 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use redis_lock::state::{self, Acquire, LockView, Release, StateError};
+use redis_lock::logic::error::Error;
+use redis_lock::logic::state::{self, Acquire, LockView, Release};
 use std::collections::BTreeMap;
 
 #[derive(Arbitrary, Debug)]
@@ -70,11 +71,11 @@ fn spec_count(raw: &[u8]) -> Option<i64> {
 }
 
 /// The refusal the spec demands for `owner` on `m`, if any (the caller's own field only).
-fn refusal(m: &Model, owner: &[u8]) -> Option<StateError> {
+fn refusal(m: &Model, owner: &[u8]) -> Option<Error> {
     match m {
-        Model::Other => Some(StateError::WrongType),
+        Model::Other => Some(Error::WrongType),
         Model::Hash(h) => match h.get(owner) {
-            Some(raw) if spec_count(raw).is_none() => Some(StateError::CorruptCount),
+            Some(raw) if spec_count(raw).is_none() => Some(Error::CorruptCount),
             _ => None,
         },
         Model::Absent => None,
@@ -100,7 +101,7 @@ fuzz_target!(|ops: Vec<Op>| {
                 match (got, refusal(&m, &o)) {
                     (Err(e), Some(want)) => assert_eq!(e, want),
                     // The only extra refusal: a count at i64::MAX cannot be incremented.
-                    (Err(StateError::CorruptCount), None) => assert_eq!(mine, Some(i64::MAX)),
+                    (Err(Error::CorruptCount), None) => assert_eq!(mine, Some(i64::MAX)),
                     (Ok(a), None) => match (a, &mut m) {
                         (Acquire::Create, Model::Absent) => {
                             m = Model::Hash(BTreeMap::from([(o.clone(), b"1".to_vec())]));

@@ -1,4 +1,4 @@
-//! Fuzz the timer arithmetic (`redis_lock::timing`) over the whole accepted range of leases,
+//! Fuzz the timer arithmetic (`redis_lock::logic::timing`) over the whole accepted range of leases,
 //! timeouts and expiries (any i64 deadline, any clock). Properties:
 //! - every period handed to `RM_CreateTimer` is in `0..=MAX_PERIOD_MS` (expiry periods in
 //!   `1..=MAX_PERIOD_MS`: never a 0 ms loop), so `now_us + period * 1000` cannot overflow;
@@ -9,7 +9,7 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use redis_lock::timing::{expiry_period_us, on_fire, period, period_us, Fired, MAX_PERIOD_MS, RECHECK_MS};
+use redis_lock::logic::timing::{expiry_period_us, on_fire, period, period_us, Fired, MAX_PERIOD_MS, RECHECK_MS};
 
 #[derive(Arbitrary, Debug)]
 struct Input {

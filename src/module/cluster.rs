@@ -6,9 +6,7 @@
 //! asks `CLUSTER NODES` whether this node still serves the slot and is not migrating it.
 //! `RM_ClusterKeySlot` is 7.4+, so the slot is computed here (CRC16-XMODEM, hash tags).
 
-use crate::rm::{rm, Ctx};
-use redis_module::raw;
-use std::os::raw::c_char;
+use crate::ffi::rm::Ctx;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// CRC16-XMODEM, the checksum of Redis Cluster key slots.
@@ -63,7 +61,7 @@ static CLUSTER_MODE: AtomicBool = AtomicBool::new(false);
 
 /// Record whether the server runs with `cluster-enabled yes` (fixed for the process's life).
 pub fn init(ctx: Ctx) {
-    let on = crate::rm::ctx_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0;
+    let on = crate::ffi::rm::ctx_flags(ctx) & crate::ffi::rm::CTX_CLUSTER != 0;
     CLUSTER_MODE.store(on, Ordering::Relaxed);
 }
 
@@ -78,21 +76,9 @@ pub fn may_grant(ctx: Ctx, key: &[u8]) -> bool {
     if !enabled() {
         return true;
     }
-    let reply = rm!(RedisModule_Call(ctx, c"CLUSTER".as_ptr(), c"c".as_ptr(), c"NODES".as_ptr()) else std::ptr::null_mut());
-    if reply.is_null() {
-        return false;
-    }
-    let mut len = 0usize;
-    let p: *const c_char = rm!(RedisModule_CallReplyStringPtr(reply, &mut len) else std::ptr::null());
-    let ok = if p.is_null() {
-        false
-    } else {
-        // SAFETY: Redis returns `len` readable bytes owned by `reply`, freed below.
-        let text = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
-        serves_slot(&String::from_utf8_lossy(text), key_slot(key))
-    };
-    rm!(RedisModule_FreeCallReply(reply) else ());
-    ok
+    let Some(reply) = crate::ffi::rm::call_cluster_nodes(ctx) else { return false };
+    let text = reply.bytes();
+    !text.is_empty() && serves_slot(&String::from_utf8_lossy(text), key_slot(key))
 }
 
 #[cfg(test)]

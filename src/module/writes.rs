@@ -13,9 +13,7 @@
 //! the server's own text. The answer is kept until a server event that can change it (cron,
 //! CONFIG SET, replica connected or gone, master link, persistence, loading, role change).
 
-use crate::rm::{self, rm, CallReply, Ctx, RStr};
-use redis_module::raw;
-use std::os::raw::c_void;
+use crate::ffi::rm::{self, Ctx, RStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
@@ -58,8 +56,8 @@ pub fn refused(ctx: Ctx, key: RStr) -> Option<String> {
 /// for traffic that may never come.
 pub fn refused_or_oom(ctx: Ctx, key: RStr) -> Option<String> {
     let flags = rm::ctx_flags(ctx);
-    if flags & raw::REDISMODULE_CTX_FLAGS_OOM != 0 && flags & raw::REDISMODULE_CTX_FLAGS_EVICT == 0 {
-        return Some("OOM command not allowed when used memory > 'maxmemory'.".into());
+    if flags & crate::ffi::rm::CTX_OOM != 0 && flags & crate::ffi::rm::CTX_EVICT == 0 {
+        return Some(crate::logic::error::Error::Oom.reply().into_owned());
     }
     refused(ctx, key)
 }
@@ -69,16 +67,7 @@ pub fn refused_or_oom(ctx: Ctx, key: RStr) -> Option<String> {
 const REFUSALS: [&str; 5] = ["NOREPLICAS", "MISCONF", "READONLY", "OOM", "MASTERDOWN"];
 
 fn probe(ctx: Ctx, key: RStr) -> Option<String> {
-    // "S": script mode (min-replicas, disk error, read-only replica); "E": errors as replies.
-    let reply = rm!(RedisModule_Call(
-        ctx,
-        c"SETRANGE".as_ptr(),
-        c"sccSE".as_ptr(),
-        key,
-        c"-1".as_ptr(),
-        c"x".as_ptr()
-    ) else std::ptr::null_mut());
-    let r = CallReply::adopt(reply)?;
+    let r = rm::call_write_probe(ctx, key)?;
     if !r.is_error() {
         return None; // cannot happen (the offset is invalid); writes are accepted
     }
@@ -87,17 +76,8 @@ fn probe(ctx: Ctx, key: RStr) -> Option<String> {
     REFUSALS.contains(&class).then_some(text)
 }
 
-/// Server events that may change whether writes are refused.
-pub unsafe extern "C" fn on_event(_ctx: Ctx, _eid: raw::RedisModuleEvent, _sub: u64, _data: *mut c_void) {
-    invalidate();
-}
+// Server events that may change whether writes are refused.
+crate::ffi::events::callback!(on_event, invalidate);
 
 /// The events [`on_event`] is subscribed to (`lib.rs`).
-pub const EVENTS: [u64; 6] = [
-    raw::REDISMODULE_EVENT_CRON_LOOP,
-    raw::REDISMODULE_EVENT_CONFIG,
-    raw::REDISMODULE_EVENT_REPLICA_CHANGE,
-    raw::REDISMODULE_EVENT_MASTER_LINK_CHANGE,
-    raw::REDISMODULE_EVENT_PERSISTENCE,
-    raw::REDISMODULE_EVENT_LOADING,
-];
+pub const EVENTS: [u64; 6] = crate::ffi::events::WRITE_STATE;

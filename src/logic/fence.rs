@@ -10,40 +10,24 @@
 //!   token is above every token the old master issued, unless its clock is behind the old
 //!   master's by more than that.
 
-/// Why no token can be issued; nothing is written in either case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FenceError {
-    /// The token key holds a string that is not a decimal integer.
-    NotInteger,
-    /// The stored token is `i64::MAX`.
-    Overflow,
-}
-
-impl FenceError {
-    pub fn message(self) -> &'static str {
-        match self {
-            FenceError::NotInteger => "ERR the lock's fencing token key does not hold an integer",
-            FenceError::Overflow => "ERR the lock's fencing token cannot grow any further",
-        }
-    }
-}
+use super::error::Error;
 
 /// The stored token, as SET or INCR wrote it (Redis's integer rules).
-pub fn parse_stored(raw: &[u8]) -> Result<i64, FenceError> {
-    crate::args::parse_i64(raw).ok_or(FenceError::NotInteger)
+pub fn parse_stored(raw: &[u8]) -> Result<i64, Error> {
+    crate::logic::args::parse_i64(raw).ok_or(Error::TokenNotInteger)
 }
 
 /// The token to issue after `stored` (`None`: no token key) at wall-clock time `now_us`.
-pub fn next_token(stored: Option<i64>, now_us: i64) -> Result<i64, FenceError> {
+pub fn next_token(stored: Option<i64>, now_us: i64) -> Result<i64, Error> {
     match stored {
         None => Ok(now_us),
-        Some(s) => s.checked_add(1).map(|after| after.max(now_us)).ok_or(FenceError::Overflow),
+        Some(s) => s.checked_add(1).map(|after| after.max(now_us)).ok_or(Error::TokenOverflow),
     }
 }
 
 /// Where the token of lock `key` lives: `<prefix>:{key}` (same rule, same slot as the channel).
 pub fn token_key(prefix: &[u8], key: &[u8]) -> Vec<u8> {
-    crate::args::channel_name(prefix, key)
+    crate::logic::args::channel_name(prefix, key)
 }
 
 #[cfg(test)]
@@ -59,7 +43,7 @@ mod tests {
         assert_eq!(next_token(Some(1_700_000_000_000_000), 1_700_000_000_000_000), Ok(1_700_000_000_000_001));
         assert_eq!(next_token(Some(1_800_000_000_000_000), 1_700_000_000_000_000), Ok(1_800_000_000_000_001));
         assert_eq!(next_token(Some(-7), 5), Ok(5));
-        assert_eq!(next_token(Some(i64::MAX), 5), Err(FenceError::Overflow));
+        assert_eq!(next_token(Some(i64::MAX), 5), Err(Error::TokenOverflow));
         assert_eq!(next_token(Some(i64::MAX - 1), 5), Ok(i64::MAX));
     }
 
@@ -68,10 +52,10 @@ mod tests {
         assert_eq!(parse_stored(b"12"), Ok(12));
         assert_eq!(parse_stored(b"-3"), Ok(-3));
         for bad in [&b""[..], b"1.5", b" 1", b"01", b"abc", b"9223372036854775808"] {
-            assert_eq!(parse_stored(bad), Err(FenceError::NotInteger), "{bad:?}");
+            assert_eq!(parse_stored(bad), Err(Error::TokenNotInteger), "{bad:?}");
         }
-        assert!(FenceError::Overflow.message().starts_with("ERR "));
-        assert!(FenceError::NotInteger.message().starts_with("ERR "));
+        assert!(Error::TokenOverflow.reply().starts_with("ERR "));
+        assert!(Error::TokenNotInteger.reply().starts_with("ERR "));
     }
 
     #[test]

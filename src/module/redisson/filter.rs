@@ -13,12 +13,29 @@
 //! The new name is one of twenty string objects that all read `LOCK.REDISSON`, one per (script
 //! kind, EVAL or EVALSHA): the command recognises which by the object's address, so it neither
 //! hashes a body twice nor re-checks what the filter checked. Nothing else is touched.
+//!
+//! Server behaviour the name objects rely on (Redis 7.0-8.x, Valkey 8-9; a server internal,
+//! not an API promise):
+//! - `RM_CommandFilterArgReplace` stores the object we pass in `c->argv[0]` as is (it does
+//!   not copy it; it frees the old one and keeps ours, hence the `RM_RetainString` before), and
+//!   the server looks the command up from that object after the filters ran.
+//! - The command handler then receives that same `c->argv`, so `argv[0]` is our object and its
+//!   address identifies (kind, EVAL or EVALSHA). A name object that did not come from the
+//!   filter (a client typing `LOCK.REDISSON` itself) is not one of ours: the command then
+//!   looks the script up and checks its shape itself (`native.rs`).
+//!
+//! Tests that check it: `tests/redisson_scripts.rs` (`builtin_shas_run_natively_like_the_scripts`,
+//! `exact_matches_only_everything_else_gets_luas_own_reply`,
+//! `multi_exec_and_scripts_behave_as_for_the_script`, `replicas_without_the_module_stay_equal`,
+//! `known_scripts_left_to_lua_and_native_runs_are_counted_in_info`, and the random
+//! differential runs against Lua), which fail if a call is not recognised, or recognised as the
+//! wrong kind.
 
-use crate::redisson_scripts::{self, Kind, Table, KINDS};
-use crate::rm::{self, rm, Ctx, OwnedStr, RStr};
-use crate::stats;
-use redis_module::raw;
-use std::os::raw::c_int;
+use crate::ffi::filter as hook;
+use crate::ffi::rm::{Ctx, OwnedStr, RStr};
+use crate::logic::redisson::{self, Kind, Table, KINDS};
+use crate::registry::stats;
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{LazyLock, PoisonError, RwLock};
 
@@ -41,15 +58,7 @@ static NAMES: LazyLock<Vec<[usize; 2]>> =
 static RESOLVED: AtomicU8 = AtomicU8::new(0);
 
 fn read_resolved(ctx: Ctx) -> u8 {
-    let reply = rm!(RedisModule_Call(
-        ctx,
-        c"COMMAND".as_ptr(),
-        c"ccc".as_ptr(),
-        c"INFO".as_ptr(),
-        c"EVAL".as_ptr(),
-        c"EVALSHA".as_ptr()
-    ) else std::ptr::null_mut());
-    let Some(r) = rm::CallReply::adopt(reply) else { return 0 };
+    let Some(r) = hook::call_command_info_eval(ctx) else { return 0 };
     let known = |i: usize| r.elem(i).is_some_and(|e| e.is_array());
     u8::from(known(0)) | (u8::from(known(1)) << 1)
 }
@@ -83,36 +92,28 @@ pub fn identify(name: RStr) -> Option<(Kind, bool)> {
     NAMES.iter().zip(KINDS).find_map(|(pair, kind)| pair.iter().position(|q| *q == p).map(|i| (kind, i == 1)))
 }
 
-/// Whether the filter is installed (it then sees every ACL change, see acl.rs).
-pub fn installed() -> bool {
-    FILTER.load(Ordering::Relaxed) != 0
-}
-
 /// Install (`on`) or remove the filter; idempotent.
 pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
     LazyLock::force(&NAMES);
     // A context without a client (a config apply callback) cannot RM_Call.
-    if RESOLVED.load(Ordering::Relaxed) & 0x80 == 0 && rm!(RedisModule_GetClientId(ctx) else 0) != 0 {
+    if RESOLVED.load(Ordering::Relaxed) & 0x80 == 0 && crate::ffi::acl::client_id(ctx) != 0 {
         RESOLVED.store(read_resolved(ctx) | 0x80, Ordering::Relaxed);
     }
     // Permissions may have changed while the filter was off (it watches ACL commands).
-    crate::acl::invalidate();
+    crate::module::acl::invalidate();
     let current = FILTER.load(Ordering::Relaxed);
     if on && current == 0 {
-        let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
-        let f = rm!(RedisModule_RegisterCommandFilter(ctx, Some(filter), flags) else std::ptr::null_mut());
-        if f.is_null() {
+        let Some(f) = hook::register(ctx, filter) else {
             return Err("cannot register the command filter".into());
-        }
-        FILTER.store(f as usize, Ordering::Relaxed);
+        };
+        FILTER.store(f, Ordering::Relaxed);
+        crate::module::acl::set_filter_installed(true);
     } else if !on && current != 0 {
-        let f = current as *mut raw::RedisModuleCommandFilter;
-        if rm!(RedisModule_UnregisterCommandFilter(ctx, f) else raw::REDISMODULE_ERR as c_int)
-            != raw::REDISMODULE_OK as c_int
-        {
+        if !hook::unregister(ctx, current) {
             return Err("cannot unregister the command filter".into());
         }
         FILTER.store(0, Ordering::Relaxed);
+        crate::module::acl::set_filter_installed(false);
     }
     Ok(())
 }
@@ -121,6 +122,7 @@ pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
 /// unload is gone with the old module instance; Redis removes a module's filters on unload).
 pub fn reset() {
     FILTER.store(0, Ordering::Relaxed);
+    crate::module::acl::set_filter_installed(false);
     RESOLVED.store(0, Ordering::Relaxed);
 }
 
@@ -138,20 +140,22 @@ fn eval_kind(name: &[u8]) -> Option<bool> {
 /// Most arguments a fixed-layout script takes after its SHA1 (numkeys, 3 keys, 5 args).
 const STACK_ARGS: usize = 12;
 
-unsafe extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+hook::callback!(filter, filter_command);
+
+fn filter_command(fctx: &hook::FilterArgs) {
     // Cheap exits first: this runs before every command.
-    let argc = rm!(RedisModule_CommandFilterArgsCount(fctx) else 0);
-    let arg = |i: c_int| rm::bytes(rm!(RedisModule_CommandFilterArgGet(fctx, i) else std::ptr::null_mut()));
+    let argc = fctx.len();
+    let arg = |i: c_int| fctx.arg(i);
     if argc < 4 {
-        if argc > 0 && crate::acl::changes_permissions(arg(0)) {
-            crate::acl::invalidate();
+        if argc > 0 && crate::module::acl::changes_permissions(arg(0)) {
+            crate::module::acl::invalidate();
         }
         return;
     }
     let name0 = arg(0);
     let Some(evalsha) = eval_kind(name0) else {
-        if crate::acl::changes_permissions(name0) {
-            crate::acl::invalidate();
+        if crate::module::acl::changes_permissions(name0) {
+            crate::module::acl::invalidate();
         }
         return;
     };
@@ -169,7 +173,7 @@ unsafe extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
             heap = (2..argc).map(arg).collect();
             &heap
         };
-        if redisson_scripts::parse(kind, rest).is_err() {
+        if redisson::parse(kind, rest).is_err() {
             stats::redisson_lua(kind);
             return None;
         }
@@ -177,6 +181,5 @@ unsafe extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         Some(name)
     }));
     let Ok(Some(name)) = r else { return };
-    rm!(RedisModule_RetainString(std::ptr::null_mut(), name) else ());
-    rm!(RedisModule_CommandFilterArgReplace(fctx, 0, name) else 0);
+    fctx.replace_name(name);
 }

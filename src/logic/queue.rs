@@ -291,7 +291,7 @@ mod tests {
         let mut order = vec![];
         while let Some(h) = q.head(&k("x")) {
             order.push(h);
-            let (_, timer) = q.remove(h).unwrap(); // ok: test
+            let (_, timer) = q.remove(h).unwrap();
             if q.is_empty() {
                 assert_eq!(timer, Some(77), "last removal hands back the key's timer");
             }
@@ -312,7 +312,7 @@ mod tests {
         let turn = |o: &str| Waiter { turn_until: Some(100), ..w("x", o) };
         assert_eq!(q.try_push(turn("java:1")), None, "no turn without a blocked client");
         let c1 = q.push(w("x", "py:1"));
-        let t1 = q.try_push(turn("java:1")).expect("turn behind a client"); // ok: test
+        let t1 = q.try_push(turn("java:1")).expect("turn behind a client");
         let c2 = q.push(w("x", "py:2"));
         assert_eq!((q.len(&k("x")), q.clients_on(&k("x")), q.clients()), (3, 2, 2));
         assert_eq!(q.turn_of(&k("x"), b"java:1"), Some(t1));

@@ -11,37 +11,22 @@ pub enum LockView {
     Free,
     /// A hash. `mine` is the caller's hold count if its field is present, already run through
     /// [`parse_count`].
-    Hash { mine: Option<Result<i64, StateError>> },
+    Hash { mine: Option<Result<i64, Error>> },
     /// Any other type.
     WrongType,
 }
 
-/// Refusals decided from the key's content.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StateError {
-    WrongType,
-    /// The owner's field is not a positive integer count.
-    CorruptCount,
-}
-
-impl StateError {
-    pub fn message(&self) -> &'static str {
-        match self {
-            StateError::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
-            StateError::CorruptCount => "ERR lock hash holds a hold count that is not a positive integer",
-        }
-    }
-}
+use super::error::Error;
 
 /// A hold count as HINCRBY writes it: a decimal integer >= 1.
-pub fn parse_count(raw: &[u8]) -> Result<i64, StateError> {
-    match crate::args::parse_i64(raw) {
+pub fn parse_count(raw: &[u8]) -> Result<i64, Error> {
+    match crate::logic::args::parse_i64(raw) {
         Some(n) if n >= 1 => Ok(n),
-        _ => Err(StateError::CorruptCount),
+        _ => Err(Error::CorruptCount),
     }
 }
 
-fn my_count(mine: &Option<Result<i64, StateError>>) -> Result<Option<i64>, StateError> {
+fn my_count(mine: &Option<Result<i64, Error>>) -> Result<Option<i64>, Error> {
     mine.clone().transpose()
 }
 
@@ -55,16 +40,15 @@ pub enum Acquire {
     Contended,
 }
 
-pub fn acquire(view: &LockView) -> Result<Acquire, StateError> {
+pub fn acquire(view: &LockView) -> Result<Acquire, Error> {
     match view {
         LockView::Free => Ok(Acquire::Create),
-        LockView::WrongType => Err(StateError::WrongType),
+        LockView::WrongType => Err(Error::WrongType),
         LockView::Hash { mine } => match my_count(mine)? {
             None => Ok(Acquire::Contended),
-            Some(n) => n
-                .checked_add(1)
-                .map(|new_count| Acquire::Reenter { new_count })
-                .ok_or(StateError::CorruptCount),
+            Some(n) => {
+                n.checked_add(1).map(|new_count| Acquire::Reenter { new_count }).ok_or(Error::CorruptCount)
+            }
         },
     }
 }
@@ -79,10 +63,10 @@ pub enum Release {
     Free,
 }
 
-pub fn release(view: &LockView) -> Result<Release, StateError> {
+pub fn release(view: &LockView) -> Result<Release, Error> {
     match view {
         LockView::Free => Ok(Release::NotOwner),
-        LockView::WrongType => Err(StateError::WrongType),
+        LockView::WrongType => Err(Error::WrongType),
         LockView::Hash { mine } => Ok(match my_count(mine)? {
             None => Release::NotOwner,
             Some(1) => Release::Free,
@@ -92,10 +76,10 @@ pub fn release(view: &LockView) -> Result<Release, StateError> {
 }
 
 /// `true` when the owner holds the lock and its lease should be reset.
-pub fn renew(view: &LockView) -> Result<bool, StateError> {
+pub fn renew(view: &LockView) -> Result<bool, Error> {
     match view {
         LockView::Free => Ok(false),
-        LockView::WrongType => Err(StateError::WrongType),
+        LockView::WrongType => Err(Error::WrongType),
         LockView::Hash { mine } => Ok(my_count(mine)?.is_some()),
     }
 }
@@ -114,10 +98,10 @@ mod tests {
         assert_eq!(acquire(&LockView::Free), Ok(Acquire::Create));
         assert_eq!(acquire(&OTHER), Ok(Acquire::Contended));
         assert_eq!(acquire(&held("2")), Ok(Acquire::Reenter { new_count: 3 }));
-        assert_eq!(acquire(&LockView::WrongType), Err(StateError::WrongType));
-        assert_eq!(acquire(&held("x")), Err(StateError::CorruptCount));
-        assert_eq!(acquire(&held("0")), Err(StateError::CorruptCount));
-        assert_eq!(acquire(&held("9223372036854775807")), Err(StateError::CorruptCount));
+        assert_eq!(acquire(&LockView::WrongType), Err(Error::WrongType));
+        assert_eq!(acquire(&held("x")), Err(Error::CorruptCount));
+        assert_eq!(acquire(&held("0")), Err(Error::CorruptCount));
+        assert_eq!(acquire(&held("9223372036854775807")), Err(Error::CorruptCount));
     }
 
     #[test]
@@ -126,8 +110,8 @@ mod tests {
         assert_eq!(release(&OTHER), Ok(Release::NotOwner));
         assert_eq!(release(&held("1")), Ok(Release::Free));
         assert_eq!(release(&held("5")), Ok(Release::Decrement { new_count: 4 }));
-        assert_eq!(release(&held("-1")), Err(StateError::CorruptCount));
-        assert_eq!(release(&LockView::WrongType), Err(StateError::WrongType));
+        assert_eq!(release(&held("-1")), Err(Error::CorruptCount));
+        assert_eq!(release(&LockView::WrongType), Err(Error::WrongType));
     }
 
     #[test]
@@ -135,7 +119,7 @@ mod tests {
         assert_eq!(renew(&LockView::Free), Ok(false));
         assert_eq!(renew(&OTHER), Ok(false));
         assert_eq!(renew(&held("3")), Ok(true));
-        assert_eq!(renew(&held("")), Err(StateError::CorruptCount));
-        assert!(StateError::WrongType.message().starts_with("WRONGTYPE"));
+        assert_eq!(renew(&held("")), Err(Error::CorruptCount));
+        assert!(Error::WrongType.reply().starts_with("WRONGTYPE"));
     }
 }

@@ -2,14 +2,12 @@
 //! plain commands (HINCRBY, PEXPIREAT with the absolute deadline, DEL, PUBLISH), the keyspace
 //! notifications the native commands would fire, WATCH invalidation, and the release message.
 
-use crate::config::{self, PublishMode};
-use crate::replicate;
-use crate::rm::{self, Ctx, Key, OwnedStr, RStr};
-use crate::stats;
-use redis_module::raw;
+use crate::ffi::replication;
+use crate::ffi::rm::{self, Ctx, Key, OwnedStr, RStr};
+use crate::registry::config::{self, PublishMode};
+use crate::registry::stats;
 
-const NOTIFY_HASH: i32 = raw::REDISMODULE_NOTIFY_HASH;
-const NOTIFY_GENERIC: i32 = raw::REDISMODULE_NOTIFY_GENERIC;
+use crate::ffi::rm::{NOTIFY_GENERIC, NOTIFY_HASH};
 
 /// Set `owner`'s hold count to `count`; the replicated change is `HINCRBY key owner delta`
 /// where `delta` is +1 or -1.
@@ -25,7 +23,7 @@ pub fn set_count(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, delta
     };
     key.hash_set(owner, value);
     let delta = if delta < 0 { rm::minus_one() } else { rm::one() };
-    replicate::hincrby(ctx, name, owner, delta.ptr(), value);
+    replication::hincrby(ctx, name, owner, delta.ptr(), value);
     rm::notify(ctx, NOTIFY_HASH, c"hincrby", name);
 }
 
@@ -33,7 +31,7 @@ pub fn set_count(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, delta
 pub fn set_lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64) {
     let had_ttl = key.deadline().is_some();
     key.set_deadline(deadline, now);
-    replicate::pexpireat(ctx, name, deadline, had_ttl);
+    replication::pexpireat(ctx, name, deadline, had_ttl);
     rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);
 }
 
@@ -47,7 +45,7 @@ pub fn grant(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, deadline:
 /// Delete the lock key, replicated as DEL.
 pub fn delete(ctx: Ctx, key: &Key, name: RStr) {
     key.delete();
-    replicate::del(ctx, name);
+    replication::del(ctx, name);
     rm::notify(ctx, NOTIFY_GENERIC, c"del", name);
     rm::signal_modified(ctx, name);
 }
@@ -59,24 +57,20 @@ pub fn publish_release(ctx: Ctx, name: RStr) {
         return;
     }
     let sharded = match mode {
-        PublishMode::Auto => crate::cluster::enabled(),
+        PublishMode::Auto => crate::module::cluster::enabled(),
         PublishMode::Sharded => true,
         PublishMode::Global | PublishMode::Off => false,
     };
-    let channel = OwnedStr::new(&config::channel(rm::bytes(name)));
+    let channel = OwnedStr::new(&config::channel(rm::bytes(&name)));
     publish(ctx, channel.ptr(), rm::zero().ptr(), sharded);
 }
 
 /// Publish `msg` on `channel` (sharded: SPUBLISH semantics). Outside cluster mode the publish
 /// is also replicated, so subscribers connected to replicas get it too.
 pub fn publish(ctx: Ctx, channel: RStr, msg: RStr, sharded: bool) {
-    // The receiver counts these return are not needed.
-    match (sharded, rm::api!(RedisModule_PublishMessageShard)) {
-        (true, Some(f)) => unsafe { f(ctx, channel, msg) },
-        _ => rm::rm!(RedisModule_PublishMessage(ctx, channel, msg) else 0),
-    };
-    if !crate::cluster::enabled() {
-        replicate::publish(ctx, sharded, channel, msg);
+    rm::publish(ctx, channel, msg, sharded);
+    if !crate::module::cluster::enabled() {
+        replication::publish(ctx, sharded, channel, msg);
     }
     stats::PUBLISHES.inc();
 }

@@ -7,7 +7,7 @@
 //! the right number of keys and arguments, and arguments the script would not reject. Whatever
 //! does not match is left to Lua, untouched.
 
-use crate::args::parse_i64;
+use crate::logic::args::parse_i64;
 
 /// What a script does, and its KEYS/ARGV layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -98,12 +98,12 @@ pub struct Entry {
 
 /// Lowercase hex of a SHA1, as Redisson sends it.
 fn to_hex(sha: &[u8; 20]) -> [u8; 40] {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digit = |n: u8| if n < 10 { b'0' + n } else { b'a' + (n - 10) };
     let mut out = [0u8; 40];
     for (pair, b) in out.chunks_exact_mut(2).zip(sha) {
         if let [hi, lo] = pair {
-            *hi = HEX[usize::from(b >> 4)];
-            *lo = HEX[usize::from(b & 15)];
+            *hi = digit(b >> 4);
+            *lo = digit(b & 15);
         }
     }
     out
@@ -390,7 +390,7 @@ mod tests {
             ("46b5551ba403d6152a7a6eca122e08728d6c8c66", 262, Kind::FencedAcquirePlain, Some((2, 2))),
         ];
         for (hex, len, kind, arity) in want {
-            let sha = parse_sha(hex.as_bytes()).expect("hex"); // ok: test
+            let sha = parse_sha(hex.as_bytes()).expect("hex");
             assert_eq!(t.by_sha(&sha), Some(kind), "{hex}");
             assert_eq!(kind.arity(), arity, "{hex}");
             assert!(t.entries().contains(&Entry { sha, len, kind }), "{hex}");
@@ -408,7 +408,7 @@ mod tests {
     fn bodies_are_hashed_only_at_known_lengths() {
         let body = b"return 1";
         let sha = sha1_smol::Sha1::from(&body[..]).digest().to_string();
-        let t = Table::with_extra(format!("renew:{sha}:{}", body.len()).as_bytes()).expect("extra"); // ok: test
+        let t = Table::with_extra(format!("renew:{sha}:{}", body.len()).as_bytes()).expect("extra");
         assert_eq!(t.by_body(body), Some(Kind::Renew));
         assert_eq!(t.by_body(b"return 2"), None, "same length, other hash");
         assert_eq!(Table::builtin().by_body(body), None, "unknown length is never hashed");
@@ -416,7 +416,7 @@ mod tests {
         assert!(Table::with_extra(b"renew:abc:1").is_err());
         assert!(Table::with_extra(format!("renew:{sha}:0").as_bytes()).is_err());
         assert!(Table::with_extra(format!("renew:{sha}").as_bytes()).is_err());
-        assert_eq!(Table::with_extra(b"").expect("empty").entries().len(), 11); // ok: test
+        assert_eq!(Table::with_extra(b"").expect("empty").entries().len(), 11);
     }
 
     #[test]

@@ -1,94 +1,15 @@
 //! The LOCK.* command handlers: parse, read the key, decide (state.rs), write (effects.rs).
 //! Every refusal happens before the first write.
 
-use crate::args::{self, ArgError};
-use crate::effects;
-use crate::rm::{self, rm, Ctx, Key, KeyKind, RStr};
-use crate::state::{self, LockView, StateError};
-use crate::stats;
-use crate::token;
-use crate::wait;
-use redis_module::raw;
-use std::os::raw::c_int;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-/// Why a command was refused.
-pub enum Refusal {
-    Arg(ArgError),
-    State(StateError),
-    /// Any other error reply, written out in full.
-    Reply(&'static str),
-}
-
-impl From<ArgError> for Refusal {
-    fn from(e: ArgError) -> Self {
-        Refusal::Arg(e)
-    }
-}
-impl From<StateError> for Refusal {
-    fn from(e: StateError) -> Self {
-        Refusal::State(e)
-    }
-}
-
-/// Most argv a LOCK.* command can accept; more is always an error and takes the slow path.
-const MAX_ARGS: usize = 8;
-
-/// Common entry: argv as Redis strings and as bytes, errors turned into replies, panics caught.
-pub fn run(
-    ctx: Ctx,
-    argv: *mut RStr,
-    argc: c_int,
-    handler: impl FnOnce(Ctx, &[RStr], &[&[u8]]) -> Result<(), Refusal>,
-) -> c_int {
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let n = usize::try_from(argc).unwrap_or(0);
-        // Effects that fit this command's argv are replicated through it (see replicate.rs).
-        let _scope = crate::replicate::enter(argv, n);
-        let strs: &[RStr] = if argv.is_null() || n == 0 {
-            &[]
-        } else {
-            // SAFETY: Redis passes argc valid strings at argv.
-            unsafe { std::slice::from_raw_parts(argv, n) }
-        };
-        let strs = strs.get(1..).unwrap_or(&[]);
-        let mut stack: [&[u8]; MAX_ARGS] = [&[]; MAX_ARGS];
-        let heap: Vec<&[u8]>;
-        let bytes: &[&[u8]] = if strs.len() <= MAX_ARGS {
-            for (slot, s) in stack.iter_mut().zip(strs) {
-                *slot = rm::bytes(*s);
-            }
-            stack.get(..strs.len()).unwrap_or(&[])
-        } else {
-            heap = strs.iter().map(|s| rm::bytes(*s)).collect();
-            &heap
-        };
-        handler(ctx, strs, bytes)
-    }));
-    match outcome {
-        Ok(Ok(())) => {}
-        Ok(Err(Refusal::Arg(ArgError::Arity))) => {
-            rm!(RedisModule_WrongArity(ctx) else 0);
-        }
-        Ok(Err(Refusal::Arg(e))) => {
-            stats::ERRORS.inc();
-            rm::reply_error(ctx, &e.to_string());
-        }
-        Ok(Err(Refusal::State(e))) => {
-            stats::ERRORS.inc();
-            rm::reply_error(ctx, e.message());
-        }
-        Ok(Err(Refusal::Reply(msg))) => {
-            stats::ERRORS.inc();
-            rm::reply_error(ctx, msg);
-        }
-        Err(_) => {
-            stats::PANICS.inc();
-            rm::reply_error(ctx, "ERR lock module internal error (panic caught, see the Redis log)");
-        }
-    }
-    raw::REDISMODULE_OK as c_int
-}
+use crate::ffi::command::{entry, run};
+use crate::ffi::rm::{self, Ctx, Key, KeyKind, RStr};
+use crate::logic::args;
+use crate::logic::error::Error;
+use crate::logic::state::{self, LockView};
+use crate::module::effects;
+use crate::module::token;
+use crate::module::wait;
+use crate::registry::stats;
 
 /// Read what the lock key holds for `owner`.
 fn view(key: &Key, owner: RStr) -> LockView {
@@ -100,26 +21,26 @@ fn view(key: &Key, owner: RStr) -> LockView {
 }
 
 /// argv[1] and argv[2]: the key and owner strings (arity was checked by the parser).
-fn key_owner(strs: &[RStr]) -> Result<(RStr, RStr), Refusal> {
+fn key_owner(strs: &[RStr]) -> Result<(RStr, RStr), Error> {
     match strs {
         [k, o, ..] => Ok((*k, *o)),
-        _ => Err(ArgError::Arity.into()),
+        _ => Err(Error::Arity),
     }
 }
 
 /// The key of a command that takes nothing else (FORCERELEASE, INFO).
-fn only_key(strs: &[RStr], argv: &[&[u8]]) -> Result<RStr, Refusal> {
+fn only_key(strs: &[RStr], argv: &[&[u8]]) -> Result<RStr, Error> {
     args::key_only(argv)?;
-    strs.first().copied().ok_or(Refusal::Arg(ArgError::Arity))
+    strs.first().copied().ok_or(Error::Arity)
 }
 
-fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let a = args::acquire(argv)?;
     let (name, owner) = key_owner(strs)?;
     // FENCE writes the token key: the user must be allowed to (checked before any write, and
     // before a wait whose grant would write it).
     if a.fence {
-        crate::acl::may_write_token(ctx, rm::bytes(name)).map_err(Refusal::Reply)?;
+        crate::module::acl::may_write_token(ctx, rm::bytes(&name))?;
     }
     let now = rm::millis();
     let deadline = args::deadline(now, a.lease_ms, args::LEASE)?;
@@ -147,8 +68,8 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
         state::Acquire::Contended => {
             stats::ACQUIRES_CONTENDED.inc();
             let may_block = a.wait_ms.is_some()
-                && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING)
-                && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_MULTI | raw::REDISMODULE_CTX_FLAGS_LUA)
+                && !rm::flag(ctx, crate::ffi::rm::CTX_DENY_BLOCKING)
+                && !rm::flag(ctx, crate::ffi::rm::CTX_MULTI | crate::ffi::rm::CTX_LUA)
                 // Beyond lock.max-waiters / lock.max-waiter-bytes: served as without WAIT.
                 && wait::admit(a.owner);
             if may_block {
@@ -167,11 +88,7 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     // The token key is read and checked before the first write: a refusal changes nothing.
     // A reentrant acquire keeps its hold's token (a new one only when none is stored).
     let reentrant = count > 1;
-    let token = if a.fence {
-        Some(token::prepare_for(ctx, rm::bytes(name), reentrant).map_err(Refusal::Reply)?)
-    } else {
-        None
-    };
+    let token = if a.fence { Some(token::prepare_for(ctx, rm::bytes(&name), reentrant)?) } else { None };
     effects::grant(ctx, &key, name, owner, count, deadline, now);
     counter.inc();
     match token {
@@ -181,7 +98,7 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     Ok(())
 }
 
-fn release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+fn release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let a = args::release(argv)?;
     let (name, owner) = key_owner(strs)?;
     let now = rm::millis();
@@ -218,7 +135,7 @@ fn free_lock(ctx: Ctx, key: &Key, name: RStr, now: i64) {
     }
 }
 
-fn renew(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+fn renew(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let a = args::renew(argv)?;
     let (name, owner) = key_owner(strs)?;
     let now = rm::millis();
@@ -236,11 +153,11 @@ fn renew(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     Ok(())
 }
 
-fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let name = only_key(strs, argv)?;
     let key = Key::write(ctx, name);
     match key.kind() {
-        KeyKind::Other => return Err(StateError::WrongType.into()),
+        KeyKind::Other => return Err(Error::WrongType),
         KeyKind::Empty => {
             stats::FORCE_RELEASES_MISSED.inc();
             rm::reply_int(ctx, 0);
@@ -254,7 +171,7 @@ fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal>
     Ok(())
 }
 
-fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let name = only_key(strs, argv)?;
     let key = Key::read(ctx, name);
     match key.kind() {
@@ -262,7 +179,7 @@ fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
             rm::reply_null(ctx);
             return Ok(());
         }
-        KeyKind::Other => return Err(StateError::WrongType.into()),
+        KeyKind::Other => return Err(Error::WrongType),
         KeyKind::Hash => {}
     }
     let entries = key.hash_entries();
@@ -270,8 +187,8 @@ fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     for (field, value) in &entries {
         owners.push((field, state::parse_count(value)?));
     }
-    let waiters = wait::waiting_on(rm::selected_db(ctx), rm::bytes(name));
-    let token = token::last(ctx, rm::bytes(name));
+    let waiters = wait::waiting_on(rm::selected_db(ctx), rm::bytes(&name));
+    let token = token::last(ctx, rm::bytes(&name));
     rm::reply_map(ctx, 4);
     rm::reply_bytes(ctx, b"owners");
     rm::reply_map(ctx, owners.len());
@@ -288,18 +205,8 @@ fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
     Ok(())
 }
 
-pub unsafe extern "C" fn acquire_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    run(ctx, argv, argc, acquire)
-}
-pub unsafe extern "C" fn release_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    run(ctx, argv, argc, release)
-}
-pub unsafe extern "C" fn renew_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    run(ctx, argv, argc, renew)
-}
-pub unsafe extern "C" fn force_release_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    run(ctx, argv, argc, force_release)
-}
-pub unsafe extern "C" fn info_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    run(ctx, argv, argc, info)
-}
+entry!(acquire_cmd, |ctx, argv| run(ctx, argv, acquire));
+entry!(release_cmd, |ctx, argv| run(ctx, argv, release));
+entry!(renew_cmd, |ctx, argv| run(ctx, argv, renew));
+entry!(force_release_cmd, |ctx, argv| run(ctx, argv, force_release));
+entry!(info_cmd, |ctx, argv| run(ctx, argv, info));

@@ -10,11 +10,12 @@
 //! pays one table look-up; the table is dropped whenever an `ACL`, `AUTH`, `HELLO`, `RESET` or
 //! `EXEC` passes the command filter, and never filled inside a transaction.
 
-use crate::rm::{self, api, rm, CallReply, Ctx, OwnedStr, RStr};
-use crate::stats;
-use redis_module::raw;
+use crate::ffi::acl as ffi_acl;
+pub use crate::ffi::acl::User;
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
+use crate::logic::error::Error;
+use crate::registry::stats;
 use std::collections::HashMap;
-use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, PoisonError};
 
@@ -74,18 +75,13 @@ pub fn px() -> RStr {
 
 /// Whether the server has the ACL API.
 pub fn available() -> bool {
-    api!(RedisModule_GetCurrentUserName).is_some()
-        && api!(RedisModule_GetModuleUserFromUserName).is_some()
-        && api!(RedisModule_ACLCheckCommandPermissions).is_some()
-        && api!(RedisModule_ACLCheckKeyPermissions).is_some()
-        && api!(RedisModule_FreeModuleUser).is_some()
-        && api!(RedisModule_GetClientId).is_some()
+    ffi_acl::available()
 }
 
 /// Whether the server re-checks a blocked client's permissions when it is served (BLPOP gets
 /// NOPERM after an ACL change on Redis 7.2+ and Valkey, not on 7.0). Detected by an API of 7.2.
 pub fn grants_recheck() -> bool {
-    available() && api!(RedisModule_AddPostNotificationJob).is_some()
+    available() && ffi_acl::has_7_2_api()
 }
 
 // ---- the per-client cache of unrestricted users ---------------------------------------------
@@ -95,6 +91,7 @@ const SLOTS: usize = 256;
 /// (client id, epoch << 1 | 1 when its user has every permission) of clients seen lately.
 static CACHE: [(AtomicU64, AtomicU64); SLOTS] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; SLOTS];
 
+#[allow(clippy::indexing_slicing, reason = "i % SLOTS < SLOTS, the array's length")]
 fn slot(id: u64) -> &'static (AtomicU64, AtomicU64) {
     let i = (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize;
     &CACHE[i % SLOTS]
@@ -107,8 +104,21 @@ pub fn invalidate() {
 
 /// Module load and unload: every cached answer and remembered waiting user is dropped.
 pub fn reset() {
+    FILTER_INSTALLED.store(false, Ordering::Relaxed);
     invalidate();
     WAITING.lock().unwrap_or_else(PoisonError::into_inner).clear();
+}
+
+/// Whether the command filter is installed (it then sees every ACL change); set by the filter.
+static FILTER_INSTALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The filter says whether it is installed (redisson/filter.rs).
+pub fn set_filter_installed(on: bool) {
+    FILTER_INSTALLED.store(on, Ordering::Relaxed);
+}
+
+fn filter_installed() -> bool {
+    FILTER_INSTALLED.load(Ordering::Relaxed)
 }
 
 /// Whether `name` (a command name as the client sent it) can change permissions: ACL, AUTH,
@@ -125,8 +135,7 @@ pub fn changes_permissions(name: &[u8]) -> bool {
 /// `ACL GETUSER <name>`: commands `+@all`, keys `~*`, channels `&*`, no selectors, and (Valkey
 /// 9) databases `alldbs`.
 fn has_every_permission(ctx: Ctx, user: RStr) -> bool {
-    let reply = rm!(RedisModule_Call(ctx, c"ACL".as_ptr(), c"cs".as_ptr(), c"GETUSER".as_ptr(), user) else std::ptr::null_mut());
-    let Some(r) = CallReply::adopt(reply) else { return false };
+    let Some(r) = ffi_acl::call_getuser(ctx, user) else { return false };
     if !r.is_array() {
         return false;
     }
@@ -155,7 +164,7 @@ type Users = (u64, Vec<(Vec<u8>, bool)>);
 static USERS: Mutex<Users> = Mutex::new((0, Vec::new()));
 
 fn unrestricted_name(ctx: Ctx, name: &OwnedStr, epoch: u64) -> bool {
-    let n = rm::bytes(name.ptr());
+    let n = name.bytes();
     {
         let u = USERS.lock().unwrap_or_else(PoisonError::into_inner);
         if u.0 == epoch {
@@ -175,54 +184,6 @@ fn unrestricted_name(ctx: Ctx, name: &OwnedStr, epoch: u64) -> bool {
     all
 }
 
-/// A user whose permissions are checked.
-pub struct User {
-    ptr: *mut raw::RedisModuleUser,
-    name: OwnedStr,
-}
-
-impl Drop for User {
-    fn drop(&mut self) {
-        if !self.ptr.is_null() {
-            rm!(RedisModule_FreeModuleUser(self.ptr) else ());
-        }
-    }
-}
-
-impl User {
-    fn from_name(name: OwnedStr) -> User {
-        let ptr = rm!(RedisModule_GetModuleUserFromUserName(name.ptr()) else std::ptr::null_mut());
-        User { ptr, name }
-    }
-
-    /// May the user run `argv` (name first), with its keys and channels? A deleted user may not.
-    pub fn may_run(&self, argv: &[RStr]) -> bool {
-        if self.ptr.is_null() {
-            return false;
-        }
-        let Ok(argc) = c_int::try_from(argv.len()) else { return false };
-        let ok = rm!(RedisModule_ACLCheckCommandPermissions(self.ptr, argv.as_ptr().cast_mut(), argc) else raw::REDISMODULE_ERR as c_int);
-        ok == raw::REDISMODULE_OK as c_int
-    }
-
-    /// May the user write `key` (as SET / INCR / HINCRBY do)?
-    pub fn may_write(&self, key: RStr) -> bool {
-        if self.ptr.is_null() {
-            return false;
-        }
-        let flags = (raw::REDISMODULE_CMD_KEY_ACCESS
-            | raw::REDISMODULE_CMD_KEY_UPDATE
-            | raw::REDISMODULE_CMD_KEY_INSERT) as c_int;
-        let ok =
-            rm!(RedisModule_ACLCheckKeyPermissions(self.ptr, key, flags) else raw::REDISMODULE_ERR as c_int);
-        ok == raw::REDISMODULE_OK as c_int
-    }
-
-    pub fn name(&self) -> String {
-        String::from_utf8_lossy(rm::bytes(self.name.ptr())).into_owned()
-    }
-}
-
 /// The calling client's user when its permissions must be checked; `None` for a user with
 /// every permission, a client without a user (the AOF, a master link) or a server without the
 /// ACL API.
@@ -233,11 +194,11 @@ pub fn calling_user(ctx: Ctx) -> Option<User> {
     if !available() {
         return None;
     }
-    if !crate::script_filter::installed() {
-        let name = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut()))?;
+    if !filter_installed() {
+        let name = ffi_acl::current_user_name(ctx)?;
         return Some(User::from_name(name));
     }
-    let id = rm!(RedisModule_GetClientId(ctx) else 0);
+    let id = ffi_acl::client_id(ctx);
     let epoch = EPOCH.load(Ordering::Relaxed);
     let s = slot(id);
     let known = (id != 0 && s.0.load(Ordering::Relaxed) == id)
@@ -246,12 +207,12 @@ pub fn calling_user(ctx: Ctx) -> Option<User> {
     if known.is_some_and(|v| v & 1 == 1) {
         return None;
     }
-    let name = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut()))?;
+    let name = ffi_acl::current_user_name(ctx)?;
     if known.is_some() {
         return Some(User::from_name(name)); // restricted, known: check for real
     }
     let all = unrestricted_name(ctx, &name, epoch);
-    if id != 0 && !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_MULTI) {
+    if id != 0 && !rm::flag(ctx, crate::ffi::rm::CTX_MULTI) {
         s.0.store(id, Ordering::Relaxed);
         s.1.store(epoch << 1 | u64::from(all), Ordering::Relaxed);
     }
@@ -269,40 +230,29 @@ fn denied() -> &'static str {
 }
 
 /// EVAL / EVALSHA itself (with the script's keys) is not allowed: Lua's class, NOPERM.
-pub fn eval_denied(user: &User, evalsha: bool) -> String {
+pub fn eval_denied(user: &User, evalsha: bool) -> Error {
     denied();
-    let cmd = if evalsha { "evalsha" } else { "eval" };
-    format!(
-        "NOPERM User {} has no permissions to run the '{cmd}' command (or to access one of its keys)",
-        user.name()
-    )
+    Error::EvalDenied { user: user.name().to_string(), evalsha }
 }
 
 /// A command inside the script is not allowed: the `ERR` class Lua gives.
-pub fn inner_denied(user: &User, cmd: RStr) -> String {
+pub fn inner_denied(user: &User, cmd: RStr) -> Error {
     denied();
-    format!(
-        "ERR ACL failure in script: User {} has no permissions to run the '{}' command (or to access its keys or channel)",
-        user.name(),
-        String::from_utf8_lossy(rm::bytes(cmd)).to_ascii_lowercase()
-    )
+    Error::ScriptDenied {
+        user: user.name().to_string(),
+        cmd: String::from_utf8_lossy(rm::bytes(&cmd)).to_ascii_lowercase(),
+    }
 }
 
-pub const TOKEN_KEY_DENIED: &str =
-    "NOPERM this user has no permissions to write the lock's fencing token key";
-
-pub const GRANT_DENIED: &str =
-    "NOPERM this user lost the permissions LOCK.ACQUIRE needs on the lock (or its token key) while waiting";
-
 /// The FENCE token key of lock `lock` may be written by the calling user.
-pub fn may_write_token(ctx: Ctx, lock: &[u8]) -> Result<(), &'static str> {
+pub fn may_write_token(ctx: Ctx, lock: &[u8]) -> Result<(), Error> {
     let Some(user) = calling_user(ctx) else { return Ok(()) };
-    let t = OwnedStr::new(&crate::config::token_key(lock));
+    let t = OwnedStr::new(&crate::registry::config::token_key(lock));
     if user.may_write(t.ptr()) {
         Ok(())
     } else {
         denied();
-        Err(TOKEN_KEY_DENIED)
+        Err(Error::TokenDenied)
     }
 }
 
@@ -355,12 +305,12 @@ impl<'a> Path<'a> {
 
 /// Check the steps of a path in order, as Lua would run them: each command's ACL, and the
 /// server's write refusal at the first write. `Err` is the error reply; nothing was written.
-pub fn check_path(ctx: Ctx, user: Option<&User>, probe_key: RStr, path: &Path) -> Result<(), String> {
+pub fn check_path(ctx: Ctx, user: Option<&User>, probe_key: RStr, path: &Path) -> Result<(), Error> {
     if !path.record {
         if path.writes {
-            if let Some(e) = crate::writes::refused(ctx, probe_key) {
+            if let Some(e) = crate::module::writes::refused(ctx, probe_key) {
                 stats::WRITES_REFUSED.inc();
-                return Err(e);
+                return Err(Error::Refused(e));
             }
         }
         return Ok(());
@@ -378,9 +328,9 @@ pub fn check_path(ctx: Ctx, user: Option<&User>, probe_key: RStr, path: &Path) -
         }
         if s.write && !wrote {
             wrote = true;
-            if let Some(e) = crate::writes::refused(ctx, probe_key) {
+            if let Some(e) = crate::module::writes::refused(ctx, probe_key) {
                 stats::WRITES_REFUSED.inc();
-                return Err(e);
+                return Err(Error::Refused(e));
             }
         }
     }
@@ -399,10 +349,10 @@ pub fn remember_waiter(ctx: Ctx, handle: usize) {
     if !grants_recheck() {
         return;
     }
-    let unrestricted = crate::script_filter::installed() && calling_user(ctx).is_none();
+    let unrestricted = filter_installed() && calling_user(ctx).is_none();
     let since = unrestricted.then(|| EPOCH.load(Ordering::Relaxed));
-    if let Some(name) = OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut())) {
-        let name = rm::bytes(name.ptr()).to_vec();
+    if let Some(name) = ffi_acl::current_user_name(ctx) {
+        let name = name.bytes().to_vec();
         WAITING.lock().unwrap_or_else(PoisonError::into_inner).insert(handle, (name, since));
     }
 }
@@ -432,7 +382,7 @@ pub struct WaiterUser((Vec<u8>, Option<u64>));
 pub fn waiter_may_take(who: Option<WaiterUser>, key: &[u8], owner: &[u8], token: Option<&[u8]>) -> bool {
     let Some(WaiterUser((user_name, since))) = who else { return true };
     // Unrestricted at block time and no permission change seen since.
-    if since.is_some_and(|e| crate::script_filter::installed() && e == EPOCH.load(Ordering::Relaxed)) {
+    if since.is_some_and(|e| filter_installed() && e == EPOCH.load(Ordering::Relaxed)) {
         return true;
     }
     let user_name = OwnedStr::new(&user_name);

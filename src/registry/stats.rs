@@ -1,9 +1,19 @@
 //! Counters shown in the `lock_stats` INFO section.
 
-use crate::rm::{rm, Ctx};
-use redis_module::raw;
+use crate::ffi::info::Info;
+use crate::ffi::rm::Ctx;
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Gauges of the waiter table, pushed by `wait` whenever the table changes (INFO reads them;
+/// `wait` reads `WAITERS` for its fast paths).
+pub static WAITERS: AtomicUsize = AtomicUsize::new(0);
+/// Keys with waiters.
+pub static KEYS: AtomicUsize = AtomicUsize::new(0);
+/// Queued script-owner turns.
+pub static TURNS: AtomicUsize = AtomicUsize::new(0);
+/// Owner bytes kept for waiters and turns.
+pub static BYTES: AtomicUsize = AtomicUsize::new(0);
 
 pub struct Counter(AtomicU64);
 
@@ -105,41 +115,40 @@ pub fn reset() {
 static REDISSON_NATIVE: [Counter; 10] = [const { Counter::new() }; 10];
 static REDISSON_LUA: [Counter; 10] = [const { Counter::new() }; 10];
 
-pub fn redisson_native(kind: crate::redisson_scripts::Kind) {
+pub fn redisson_native(kind: crate::logic::redisson::Kind) {
     if let Some(c) = REDISSON_NATIVE.get(kind.index()) {
         c.inc();
     }
 }
 
-pub fn redisson_lua(kind: crate::redisson_scripts::Kind) {
+pub fn redisson_lua(kind: crate::logic::redisson::Kind) {
     if let Some(c) = REDISSON_LUA.get(kind.index()) {
         c.inc();
     }
 }
 
-/// INFO callback: section `lock_stats` with every counter and the waiter gauges.
-pub unsafe extern "C" fn info(ictx: *mut raw::RedisModuleInfoCtx, _for_crash_report: i32) {
-    rm!(RedisModule_InfoAddSection(ictx, c"stats".as_ptr()) else 0);
+/// The INFO section `lock_stats`: every counter and the waiter gauges.
+fn write_info(info: &mut Info) {
+    info.section(c"stats");
     for (name, c) in FIELDS {
-        rm!(RedisModule_InfoAddFieldULongLong(ictx, name.as_ptr(), c.get()) else 0);
+        info.field(name, c.get());
     }
-    for (i, kind) in crate::redisson_scripts::KINDS.iter().enumerate() {
+    for (i, kind) in crate::logic::redisson::KINDS.iter().enumerate() {
         let base = kind.name().replace('-', "_");
         for (suffix, counters) in [("native", &REDISSON_NATIVE), ("lua", &REDISSON_LUA)] {
             let n = counters.get(i).map_or(0, Counter::get);
             if let Ok(name) = std::ffi::CString::new(format!("redisson_{base}_{suffix}")) {
-                rm!(RedisModule_InfoAddFieldULongLong(ictx, name.as_ptr(), n) else 0);
+                info.field(&name, n);
             }
         }
     }
-    let (waiters, keys, turns) = crate::wait::gauges();
-    rm!(RedisModule_InfoAddFieldULongLong(ictx, c"waiters".as_ptr(), waiters as u64) else 0);
-    rm!(RedisModule_InfoAddFieldULongLong(ictx, c"keys_with_waiters".as_ptr(), keys as u64) else 0);
-    rm!(RedisModule_InfoAddFieldULongLong(ictx, c"script_turns_waiting".as_ptr(), turns as u64) else 0);
-    let bytes = crate::wait::owner_bytes() as u64;
-    rm!(RedisModule_InfoAddFieldULongLong(ictx, c"waiter_bytes".as_ptr(), bytes) else 0);
+    let [waiters, keys, turns] = [&WAITERS, &KEYS, &TURNS].map(|g| g.load(Ordering::Relaxed));
+    info.field(c"waiters", waiters as u64);
+    info.field(c"keys_with_waiters", keys as u64);
+    info.field(c"script_turns_waiting", turns as u64);
+    info.field(c"waiter_bytes", BYTES.load(Ordering::Relaxed) as u64);
 }
 
 pub fn register_info(ctx: Ctx) {
-    rm!(RedisModule_RegisterInfoFunc(ctx, Some(info)) else 0);
+    crate::ffi::info::register(ctx, write_info);
 }

@@ -7,19 +7,20 @@
 //! foreign script, a type change...), and the FLUSHDB/FLUSHALL server event. Those paths write
 //! from a 0 ms timer, never inside the event callback.
 
-use crate::effects;
-use crate::queue::{KeyId, WaitQueues, Waiter};
-use crate::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
-use crate::state::StateError;
-use crate::stats;
-use crate::timing;
-use crate::token;
+use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::logic::error::Error;
+use crate::logic::grant::{self, Gate, Head, Holder, Step};
+use crate::logic::queue::{KeyId, WaitQueues, Waiter};
+use crate::logic::timing;
+use crate::module::effects;
+use crate::module::token;
+use crate::registry::stats;
 use redis_module::raw;
 use std::collections::{HashMap, HashSet};
-use std::os::raw::{c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex, TryLockError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -32,11 +33,9 @@ struct Shared {
 }
 
 static SHARED: LazyLock<Mutex<Shared>> = LazyLock::new(Default::default);
-/// Mirrors of the table's sizes, readable without the lock (fast paths, INFO).
-static WAITERS: AtomicUsize = AtomicUsize::new(0);
-static KEYS: AtomicUsize = AtomicUsize::new(0);
-static TURNS: AtomicUsize = AtomicUsize::new(0);
-static BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Mirrors of the table's sizes, readable without the lock (fast paths), pushed into the
+/// INFO gauges that stats owns.
+use crate::registry::stats::{BYTES, KEYS, TURNS, WAITERS};
 /// Whether the keyspace-event subscription is in place (see [`watch_keyspace`]).
 static WATCHING: AtomicBool = AtomicBool::new(false);
 
@@ -83,26 +82,16 @@ fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> R {
     r
 }
 
-/// (waiting clients, keys with waiters, queued script-owner turns)
-pub fn gauges() -> (usize, usize, usize) {
-    (WAITERS.load(Ordering::Relaxed), KEYS.load(Ordering::Relaxed), TURNS.load(Ordering::Relaxed))
-}
-
-/// Owner bytes kept for waiters and turns (INFO `waiter_bytes`).
-pub fn owner_bytes() -> usize {
-    BYTES.load(Ordering::Relaxed)
-}
-
 /// Whether `lock.max-waiter-bytes` lets an owner id of `len` bytes be kept.
 fn owner_fits(len: usize) -> bool {
-    i64::try_from(len).is_ok_and(|n| n <= crate::config::MAX_WAITER_BYTES.get())
+    i64::try_from(len).is_ok_and(|n| n <= crate::registry::config::MAX_WAITER_BYTES.get())
 }
 
 /// May a client with this owner id block now (`lock.max-waiters`, `lock.max-waiter-bytes`)?
 /// When not, counted in `waits_refused`; the caller serves the request as without WAIT.
 pub fn admit(owner: &[u8]) -> bool {
     let waiters = i64::try_from(WAITERS.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
-    let ok = waiters < crate::config::MAX_WAITERS.get() && owner_fits(owner.len());
+    let ok = waiters < crate::registry::config::MAX_WAITERS.get() && owner_fits(owner.len());
     if !ok {
         stats::WAITS_REFUSED.inc();
     }
@@ -132,8 +121,11 @@ pub fn waiting_on(db: i32, key: &[u8]) -> usize {
 enum Outcome {
     /// Granted; the fencing token when the waiter asked for one.
     Granted(Option<i64>),
-    TimedOut,
-    Failed(&'static str),
+    /// The wait ran out; `fence`: the waiter asked for a token (the reply is then a pair).
+    TimedOut {
+        fence: bool,
+    },
+    Failed(Error),
 }
 
 fn unblock(handle: usize, outcome: Outcome) {
@@ -170,7 +162,7 @@ fn take(ctx: Ctx, id: u64) -> Option<Waiter<usize>> {
         Some((w, stale))
     })?;
     if !w.is_turn() {
-        crate::acl::forget_waiter(w.handle);
+        crate::module::acl::forget_waiter(w.handle);
     }
     if let Some(t) = w.timer {
         stop_timer(ctx, t);
@@ -229,13 +221,13 @@ pub fn block(
 ) {
     let bc = rm!(RedisModule_BlockClient(ctx, Some(on_reply), Some(on_timeout), Some(free_outcome), 0) else null_mut());
     if bc.is_null() {
-        rm::reply_error(ctx, "ERR lock module could not block the client");
+        rm::reply_error(ctx, &Error::CannotBlock.reply());
         return;
     }
     rm!(RedisModule_SetDisconnectCallback(bc, Some(on_disconnect)) else ());
-    crate::acl::remember_waiter(ctx, bc as usize);
+    crate::module::acl::remember_waiter(ctx, bc as usize);
     watch_keyspace(ctx);
-    let key: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
+    let key: KeyId = (rm::selected_db(ctx), rm::bytes(&name).to_vec());
     let waiter = Waiter {
         key: key.clone(),
         owner: req.owner.to_vec(),
@@ -260,86 +252,80 @@ pub fn block(
 
 /// Whether `key` (in the context's db) has waiters; cheap when nobody waits anywhere.
 pub fn has_waiters(ctx: Ctx, name: RStr) -> bool {
-    WAITERS.load(Ordering::Relaxed) != 0 && waiting_on(rm::selected_db(ctx), rm::bytes(name)) != 0
+    WAITERS.load(Ordering::Relaxed) != 0 && waiting_on(rm::selected_db(ctx), rm::bytes(&name)) != 0
 }
-
-/// How long a free lock is kept for the script owner whose turn it is: long enough for the
-/// release message to reach it and its acquire to come back, short enough that an owner that
-/// gave up stalls the queue only briefly.
-pub const TURN_MS: i64 = 200;
-
-/// How long a script owner's place in line outlives the PTTL it was told to wait (it retries
-/// after at most that long, refreshing its place).
-const TURN_GRACE_MS: i64 = 1000;
 
 /// The lock at `key` (open for writing) is free: give it to the head waiter, and to the
 /// waiters right behind it that have the same owner id. Returns whether anyone got it.
 /// `handoff` is true inside a release (LOCK.RELEASE / FORCERELEASE, a native Redisson unlock).
 ///
 /// When the head is a script owner's turn, nobody is granted: the lock stays free, kept for
-/// that owner for [`TURN_MS`], and the release message tells it (published by the releasing
+/// that owner for [`grant::TURN_MS`], and the release message tells it (published by the releasing
 /// command, or here when the lock was freed some other way).
 pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> bool {
     if WAITERS.load(Ordering::Relaxed) == 0 {
         return false;
     }
-    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
+    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(&name).to_vec());
     // A grant is a write: while the server refuses writes (or is out of memory) it is put off;
     // the waiters keep their places and the key is looked at again shortly.
-    if crate::writes::refused_or_oom(ctx, name).is_some() {
+    if crate::module::writes::refused_or_oom(ctx, name).is_some() {
         stats::GRANTS_DEFERRED.inc();
         defer_grant(ctx, kid);
         return false;
     }
     let reserved = with(|s| s.q.reservation(&kid).map(|(_, until)| until));
-    match reserved {
-        Some(until) if until >= now => return false,
-        Some(_) => {
+    match grant::gate(reserved, now) {
+        Gate::Reserved => return false,
+        Gate::Missed => {
             with(|s| s.q.set_reservation(&kid, None));
             stats::TURNS_MISSED.inc();
         }
-        None => {}
+        Gate::Open => {}
     }
     let mut holder: Option<(Vec<u8>, i64)> = None;
     loop {
+        // The policy decides on the head (logic/grant.rs); this applies the decision.
         let next = with(|s| {
             let id = s.q.head(&kid)?;
             let w = s.q.get(id)?;
-            match &holder {
-                Some((o, _)) if w.is_turn() || *o != w.owner => None,
-                _ => Some(id),
-            }
+            let head = Head { owner: &w.owner, turn_until: w.turn_until, deadline: w.deadline };
+            let held = holder.as_ref().map(|(owner, count)| Holder { owner, count: *count });
+            Some((id, grant::next(Some(&head), held.as_ref(), now)))
         });
-        let Some(id) = next else { break };
-        let who = with(|s| s.q.get(id).map(|w| w.handle)).and_then(crate::acl::waiter_user);
+        let Some((id, step)) = next else { break };
+        if step == Step::Stop {
+            break;
+        }
+        let who = with(|s| s.q.get(id).map(|w| w.handle)).and_then(crate::module::acl::waiter_user);
         let Some(w) = take(ctx, id) else { break };
-        if let Some(until) = w.turn_until {
-            if until < now {
-                continue; // the script owner stopped trying
+        let count = match step {
+            Step::Stop => break,
+            Step::DropTurn => continue, // the script owner stopped trying
+            Step::TimeOut => {
+                stats::WAITS_TIMED_OUT.inc();
+                unblock(w.handle, Outcome::TimedOut { fence: w.fence });
+                continue;
             }
-            let until = now.saturating_add(TURN_MS);
-            with(|s| s.q.set_reservation(&kid, Some((w.owner, until))));
-            stats::TURNS_GIVEN.inc();
-            arm_expiry(ctx, &kid, Some(until), now);
-            if !handoff {
-                effects::publish_release(ctx, name);
+            Step::GiveTurn { until } => {
+                with(|s| s.q.set_reservation(&kid, Some((w.owner, until))));
+                stats::TURNS_GIVEN.inc();
+                arm_expiry(ctx, &kid, Some(until), now);
+                if !handoff {
+                    effects::publish_release(ctx, name);
+                }
+                return false;
             }
-            return false;
-        }
-        if w.deadline.is_some_and(|d| d <= now) {
-            stats::WAITS_TIMED_OUT.inc();
-            unblock(w.handle, Outcome::TimedOut);
-            continue;
-        }
+            Step::Grant { count } => count,
+        };
         // Where the server re-checks its own blocked commands, a waiter that lost the permission
         // to take the lock (or to write its token key) gets NOPERM instead of the grant.
-        let token_key = w.fence.then(|| crate::config::token_key(&kid.1));
-        if !crate::acl::waiter_may_take(who, &kid.1, &w.owner, token_key.as_deref()) {
+        let token_key = w.fence.then(|| crate::registry::config::token_key(&kid.1));
+        if !crate::module::acl::waiter_may_take(who, &kid.1, &w.owner, token_key.as_deref()) {
             stats::WAITS_FAILED.inc();
-            unblock(w.handle, Outcome::Failed(crate::acl::GRANT_DENIED));
+            unblock(w.handle, Outcome::Failed(Error::GrantDenied));
             continue;
         }
-        let count = holder.as_ref().map_or(1, |(_, c)| c + 1);
         // A FENCE waiter's token key is checked before its grant writes anything.
         // Same-owner waiters granted behind the first share its hold, and so its token.
         let token = match w.fence.then(|| token::prepare_for(ctx, &kid.1, count > 1)).transpose() {
@@ -378,15 +364,15 @@ pub fn turn(ctx: Ctx, name: RStr, owner: &[u8], now: i64) -> Turn {
     if WAITERS.load(Ordering::Relaxed) == 0 {
         return Turn::Go;
     }
-    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
-    with(|s| match s.q.reservation(&kid) {
-        Some((o, until)) if until >= now && o != owner => Turn::Wait(until.saturating_sub(now).max(1)),
-        Some((_, until)) if until >= now => {
+    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(&name).to_vec());
+    with(|s| match grant::turn(s.q.reservation(&kid), owner, now) {
+        grant::Turn::Wait(ms) => Turn::Wait(ms),
+        grant::Turn::TakeReservation => {
             s.q.set_reservation(&kid, None);
             stats::TURNS_TAKEN.inc();
             Turn::Go
         }
-        _ => Turn::Go,
+        grant::Turn::Go => Turn::Go,
     })
 }
 
@@ -397,9 +383,8 @@ pub fn queue_turn(ctx: Ctx, name: RStr, owner: &[u8], pttl: i64, now: i64) {
     if WAITERS.load(Ordering::Relaxed) == 0 {
         return;
     }
-    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(name).to_vec());
-    let wait = if pttl < 0 { 30_000 } else { pttl };
-    let until = now.saturating_add(wait).saturating_add(TURN_GRACE_MS);
+    let kid: KeyId = (rm::selected_db(ctx), rm::bytes(&name).to_vec());
+    let until = grant::turn_place_until(pttl, now);
     with(|s| {
         if let Some(w) = s.q.turn_of(&kid, owner).and_then(|id| s.q.get_mut(id)) {
             w.turn_until = Some(until);
@@ -407,7 +392,7 @@ pub fn queue_turn(ctx: Ctx, name: RStr, owner: &[u8], pttl: i64, now: i64) {
         }
         // Beyond the bounds the acquire is served as without the module: no turn.
         let turns = i64::try_from(s.q.turns()).unwrap_or(i64::MAX);
-        if turns >= crate::config::MAX_SCRIPT_TURNS.get() || !owner_fits(owner.len()) {
+        if turns >= crate::registry::config::MAX_SCRIPT_TURNS.get() || !owner_fits(owner.len()) {
             if s.q.clients_on(&kid) != 0 {
                 stats::TURNS_REFUSED.inc();
             }
@@ -430,18 +415,18 @@ pub fn queue_turn(ctx: Ctx, name: RStr, owner: &[u8], pttl: i64, now: i64) {
 }
 
 /// End every wait on `key` with an error.
-fn fail_all(ctx: Ctx, key: &KeyId, msg: &'static str) {
+fn fail_all(ctx: Ctx, key: &KeyId, msg: Error) {
     for id in with(|s| s.q.ids_of(key)) {
         if let Some(w) = take(ctx, id).filter(|w| !w.is_turn()) {
             stats::WAITS_FAILED.inc();
-            unblock(w.handle, Outcome::Failed(msg));
+            unblock(w.handle, Outcome::Failed(msg.clone()));
         }
     }
 }
 
 /// Re-examine a key with waiters after something else touched it.
 fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
-    if !rm::flag(ctx, raw::REDISMODULE_CTX_FLAGS_MASTER) || !with(|s| s.q.has(kid)) {
+    if !rm::flag(ctx, crate::ffi::rm::CTX_MASTER) || !with(|s| s.q.has(kid)) {
         return;
     }
     rm::select_db(ctx, kid.0);
@@ -453,7 +438,9 @@ fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
         // that exists (an assertion, the server dies) and would write during a pause. Try later.
         // (The slot check comes first: in a cluster, MEMORY USAGE is only answered for keys
         // this node serves.)
-        KeyKind::Empty if !crate::cluster::may_grant(ctx, &kid.1) => fail_all(ctx, kid, SLOT_MOVED),
+        KeyKind::Empty if !crate::module::cluster::may_grant(ctx, &kid.1) => {
+            fail_all(ctx, kid, Error::SlotMoved)
+        }
         KeyKind::Empty if physically_present(ctx, name.ptr()) => {
             drop(key);
             schedule_checks_in(ctx, RETRY_MS, |_| vec![kid.clone()]);
@@ -462,7 +449,7 @@ fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
             grant_head(ctx, &key, name.ptr(), now, false);
         }
         KeyKind::Hash => arm_expiry(ctx, kid, key.deadline(), now),
-        KeyKind::Other => fail_all(ctx, kid, StateError::WrongType.message()),
+        KeyKind::Other => fail_all(ctx, kid, Error::WrongType),
     }
 }
 
@@ -536,15 +523,17 @@ fn quietly(ctx: Ctx, what: &str, f: impl FnOnce()) {
 
 /// The "not acquired" reply of a wait that ended without a grant: the lock's PTTL, as
 /// `[pttl, -1]` when the command asked for `FENCE`.
-fn reply_pttl_of_argv(ctx: Ctx, argv: *mut RStr, argc: c_int) {
+/// The reply of a wait that ended without the lock: the key's PTTL (argv[1] is the key), as a
+/// pair with no token when the waiter asked for `FENCE` (the outcome says so; argv is not
+/// parsed again).
+fn reply_pttl(ctx: Ctx, argv: *mut RStr, argc: c_int, fence: bool) {
     let strs: &[RStr] = match usize::try_from(argc) {
         // SAFETY: Redis passes argc valid strings at argv.
         Ok(n) if n >= 2 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
         _ => &[],
     };
     let pttl = strs.get(1).map_or(-2, |name| Key::read(ctx, *name).pttl());
-    let bytes: Vec<&[u8]> = strs.iter().skip(1).map(|s| rm::bytes(*s)).collect();
-    if crate::args::acquire(&bytes).is_ok_and(|a| a.fence) {
+    if fence {
         rm::reply_pair(ctx, pttl, -1);
     } else {
         rm::reply_int(ctx, pttl);
@@ -562,15 +551,16 @@ unsafe extern "C" fn on_reply(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
             Some(Outcome::Granted(Some(token))) => {
                 rm::reply_pair(ctx, -1, *token);
             }
-            Some(Outcome::Failed(msg)) => {
-                rm::reply_error(ctx, msg);
+            Some(Outcome::Failed(e)) => {
+                rm::reply_error(ctx, &e.reply());
             }
-            Some(Outcome::TimedOut) | None => reply_pttl_of_argv(ctx, argv, argc),
+            Some(Outcome::TimedOut { fence }) => reply_pttl(ctx, argv, argc, *fence),
+            None => reply_pttl(ctx, argv, argc, false),
         }
     }));
     if r.is_err() {
         stats::PANICS.inc();
-        rm::reply_error(ctx, "ERR lock module internal error (panic caught)");
+        rm::reply_error(ctx, &Error::PanicInReply.reply());
     }
     raw::REDISMODULE_OK as c_int
 }
@@ -579,15 +569,16 @@ unsafe extern "C" fn on_reply(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
 unsafe extern "C" fn on_timeout(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
     let bc = rm!(RedisModule_GetBlockedClientHandle(ctx) else null_mut());
     let r = catch_unwind(AssertUnwindSafe(|| {
+        let mut fence = false;
         if let Some(id) = with(|s| s.by_client.get(&(bc as usize)).copied()) {
-            take(ctx, id);
+            fence = take(ctx, id).is_some_and(|w| w.fence);
             stats::WAITS_CANCELLED.inc();
         }
-        reply_pttl_of_argv(ctx, argv, argc);
+        reply_pttl(ctx, argv, argc, fence);
     }));
     if r.is_err() {
         stats::PANICS.inc();
-        rm::reply_error(ctx, "ERR lock module internal error (panic caught)");
+        rm::reply_error(ctx, &Error::PanicInReply.reply());
     }
     rm!(RedisModule_UnblockClient(bc, null_mut()) else 0);
     raw::REDISMODULE_OK as c_int
@@ -639,7 +630,7 @@ unsafe extern "C" fn on_wait_timer(ctx: Ctx, data: *mut c_void) {
         }
         if let Some(w) = take(ctx, id) {
             stats::WAITS_TIMED_OUT.inc();
-            unblock(w.handle, Outcome::TimedOut);
+            unblock(w.handle, Outcome::TimedOut { fence: w.fence });
         }
     });
 }
@@ -675,14 +666,14 @@ unsafe extern "C" fn on_check_timer(ctx: Ctx, _data: *mut c_void) {
 unsafe extern "C" fn on_key_event(
     ctx: Ctx,
     _class: c_int,
-    _event: *const std::os::raw::c_char,
+    _event: *const std::ffi::c_char,
     key: RStr,
 ) -> c_int {
     if WAITERS.load(Ordering::Relaxed) == 0 {
         return 0;
     }
     quietly(ctx, "keyspace event", || {
-        let kid: KeyId = (rm::selected_db(ctx), rm::bytes(key).to_vec());
+        let kid: KeyId = (rm::selected_db(ctx), rm::bytes(&key).to_vec());
         schedule_checks(ctx, |s| if s.q.has(&kid) { vec![kid] } else { vec![] });
     });
     0
@@ -704,12 +695,6 @@ pub unsafe extern "C" fn on_swapdb(ctx: Ctx, _eid: raw::RedisModuleEvent, _sub: 
     quietly(ctx, "swapdb event", || schedule_checks(ctx, |s| s.q.keys()));
 }
 
-pub const SLOT_MOVED: &str =
-    "TRYAGAIN the lock's hash slot moved or is migrating to another node; retry the command";
-
-pub const NOT_MASTER: &str =
-    "READONLY this server stopped being a master while the client waited for the lock";
-
 /// Becoming a replica ends every wait with an error.
 pub unsafe extern "C" fn on_role_change(ctx: Ctx, _eid: raw::RedisModuleEvent, sub: u64, _data: *mut c_void) {
     if sub != raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA {
@@ -717,7 +702,7 @@ pub unsafe extern "C" fn on_role_change(ctx: Ctx, _eid: raw::RedisModuleEvent, s
     }
     quietly(ctx, "role change", || {
         for k in with(|s| s.q.keys()) {
-            fail_all(ctx, &k, NOT_MASTER);
+            fail_all(ctx, &k, Error::NotMaster);
         }
     });
 }

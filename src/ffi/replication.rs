@@ -9,11 +9,41 @@
 //! copies them (`RM_ReplicateVerbatim`: a refcount each, no lookup), and the original strings go
 //! back at once. Replicas and the AOF receive exactly the same plain command either way.
 //! Effects of another length, and grants made outside a command (timers), use `RM_Replicate`.
+//!
+//! Server behaviour this relies on (Redis 7.0-8.x, Valkey 8-9; a server internal, not an API
+//! promise):
+//! - `RM_ReplicateVerbatim` calls `alsoPropagate(c->db->id, c->argv, c->argc, ...)` with the
+//!   *current* `c->argv`, and `alsoPropagate` takes its own reference to every string (it
+//!   copies the array and `incrRefCount`s each object) before returning. So the slots may be
+//!   swapped for the call and restored right after; the command's argv is unchanged when the
+//!   command returns.
+//! - The argv we are handed is `c->argv` itself (not a copy) while the command runs.
+//! - Propagation of a command's effects is wrapped in MULTI/EXEC when there are several, the
+//!   same for verbatim and `RM_Replicate` effects, so their order is kept.
+//!
+//! Tests that check it: `tests/replication.rs`
+//! `effects_through_the_command_argv_replicate_exactly` (every padded form, byte for byte, and
+//! the replica's state), `random_sequence_replicas_with_and_without_module_match_master`, and
+//! `argv_reuse_off_replicates_plain_effects` (the same commands with `lock.argv-reuse no`, so
+//! every effect goes through `RM_Replicate`). Should a server change this behaviour,
+//! `lock.argv-reuse no` turns the trick off.
 
-use crate::rm::{self, Ctx, OwnedStr, RStr};
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
 use std::cell::{Cell, RefCell};
 use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::LazyLock;
+
+/// `lock.argv-reuse` (default yes): off, every effect goes through `RM_Replicate`.
+static ARGV_REUSE: AtomicBool = AtomicBool::new(true);
+
+pub fn set_argv_reuse(on: bool) {
+    ARGV_REUSE.store(on, Ordering::Relaxed);
+}
+
+pub fn argv_reuse() -> bool {
+    ARGV_REUSE.load(Ordering::Relaxed)
+}
 
 thread_local! {
     /// argv and argc of the LOCK.* command running on this (the main) thread.
@@ -82,7 +112,11 @@ fn fits(base: usize, tail: usize, argc: usize) -> bool {
 /// deletes twice, a field HSET sets twice, a PEXPIREAT flag). False when it does not fit.
 fn in_place(ctx: Ctx, base: &[RStr], tail: &[RStr]) -> bool {
     let (argv, argc) = CURRENT.with(Cell::get);
-    if argv == 0 || !fits(base.len(), tail.len(), argc) || base.iter().chain(tail).any(|s| s.is_null()) {
+    if argv == 0
+        || !argv_reuse()
+        || !fits(base.len(), tail.len(), argc)
+        || base.iter().chain(tail).any(|s| s.is_null())
+    {
         return false;
     }
     let Some(f) = rm::api!(RedisModule_ReplicateVerbatim) else { return false };

@@ -9,6 +9,23 @@ use std::os::raw::{c_char, c_int, c_longlong};
 use std::ptr::null_mut;
 
 pub type Ctx = *mut raw::RedisModuleCtx;
+
+/// Key-spec flags, for the command table (registry/cmdinfo.rs).
+pub use redis_module::raw::{
+    REDISMODULE_CMD_KEY_ACCESS as KEY_ACCESS, REDISMODULE_CMD_KEY_DELETE as KEY_DELETE,
+    REDISMODULE_CMD_KEY_RO as KEY_RO, REDISMODULE_CMD_KEY_RW as KEY_RW,
+    REDISMODULE_CMD_KEY_UPDATE as KEY_UPDATE,
+};
+
+/// Context flags (`RM_GetContextFlags`) and keyspace-event classes the glue tests or fires.
+pub use redis_module::raw::{
+    REDISMODULE_CTX_FLAGS_CLUSTER as CTX_CLUSTER, REDISMODULE_CTX_FLAGS_DENY_BLOCKING as CTX_DENY_BLOCKING,
+    REDISMODULE_CTX_FLAGS_EVICT as CTX_EVICT, REDISMODULE_CTX_FLAGS_LUA as CTX_LUA,
+    REDISMODULE_CTX_FLAGS_MASTER as CTX_MASTER, REDISMODULE_CTX_FLAGS_MULTI as CTX_MULTI,
+    REDISMODULE_CTX_FLAGS_OOM as CTX_OOM, REDISMODULE_CTX_FLAGS_READONLY as CTX_READONLY,
+    REDISMODULE_NOTIFY_GENERIC as NOTIFY_GENERIC, REDISMODULE_NOTIFY_HASH as NOTIFY_HASH,
+    REDISMODULE_NOTIFY_STRING as NOTIFY_STRING,
+};
 pub type RStr = *mut raw::RedisModuleString;
 
 /// Call a raw API function, or evaluate the fallback when the server lacks it.
@@ -88,8 +105,19 @@ pub fn missing_required() -> Option<&'static str> {
     )
 }
 
-/// Bytes of a Redis string. The slice lives as long as the string is not freed or changed.
-pub fn bytes<'a>(s: RStr) -> &'a [u8] {
+/// Bytes of a Redis string, borrowed from the handle: the slice cannot outlive the place that
+/// holds the string (an argv slice, a callback argument, an [`OwnedStr`]), and the string must
+/// not be freed or changed while it is borrowed (the server's strings are not, during a call).
+pub fn bytes(s: &RStr) -> &[u8] {
+    // SAFETY: the slice's lifetime is the borrow of the handle (see above).
+    unsafe { bytes_of(*s) }
+}
+
+/// Bytes of a Redis string for a lifetime the caller picks.
+///
+/// # Safety
+/// The string must stay alive and unchanged for `'a`.
+pub(crate) unsafe fn bytes_of<'a>(s: RStr) -> &'a [u8] {
     if s.is_null() {
         return &[];
     }
@@ -98,7 +126,8 @@ pub fn bytes<'a>(s: RStr) -> &'a [u8] {
     if p.is_null() {
         return &[];
     }
-    // SAFETY: Redis guarantees `len` readable bytes at `p` while the string lives.
+    // SAFETY: Redis guarantees `len` readable bytes at `p` while the string lives, which the
+    // caller guarantees for 'a.
     unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }
 }
 
@@ -134,6 +163,10 @@ impl OwnedStr {
     }
     pub fn from_i64(n: i64) -> OwnedStr {
         OwnedStr(rm!(RedisModule_CreateStringFromLongLong(null_mut(), n) else null_mut()))
+    }
+    /// The string's bytes, borrowed from it.
+    pub fn bytes(&self) -> &[u8] {
+        bytes(&self.0)
     }
     pub fn ptr(&self) -> RStr {
         self.0
@@ -246,7 +279,7 @@ impl Key {
         if out.is_null() {
             return None;
         }
-        let r = f(bytes(out));
+        let r = f(bytes(&out));
         rm!(RedisModule_FreeString(self.ctx, out) else ());
         Some(r)
     }
@@ -347,7 +380,7 @@ impl Key {
         ) {
             // SAFETY: privdata is the `out` vector below, alive for the whole scan.
             let out = unsafe { &mut *privdata.cast::<Vec<(Vec<u8>, Vec<u8>)>>() };
-            out.push((bytes(field).to_vec(), bytes(value).to_vec()));
+            out.push((bytes(&field).to_vec(), bytes(&value).to_vec()));
         }
         let cursor = rm!(RedisModule_ScanCursorCreate() else null_mut());
         if cursor.is_null() {
@@ -402,6 +435,64 @@ pub fn replicate_publish(ctx: Ctx, cmd: &CStr, channel: RStr, msg: RStr) {
 
 pub fn notify(ctx: Ctx, class: c_int, event: &CStr, key: RStr) {
     rm!(RedisModule_NotifyKeyspaceEvent(ctx, class, event.as_ptr(), key) else 0);
+}
+
+/// Publish `msg` on `channel`; `sharded` uses `RM_PublishMessageShard` where the server has it.
+pub fn publish(ctx: Ctx, channel: RStr, msg: RStr, sharded: bool) {
+    // The receiver counts these return are not needed.
+    match (sharded, api!(RedisModule_PublishMessageShard)) {
+        // SAFETY: the API pointer is set by RedisModule_Init; the strings are live.
+        (true, Some(f)) => unsafe { f(ctx, channel, msg) },
+        _ => rm!(RedisModule_PublishMessage(ctx, channel, msg) else 0),
+    };
+}
+
+/// `CLUSTER NODES`, run from the module.
+pub fn call_cluster_nodes(ctx: Ctx) -> Option<CallReply> {
+    CallReply::adopt(
+        rm!(RedisModule_Call(ctx, c"CLUSTER".as_ptr(), c"c".as_ptr(), c"NODES".as_ptr()) else null_mut()),
+    )
+}
+
+/// `EVAL` / `EVALSHA` with `args` (script or SHA1, numkeys, keys, args), as the calling user
+/// would run it: "!" replicate its effects; "C": ACL of the calling user; "0": its protocol;
+/// "E": errors as replies; "M": OOM rules as for a client (7.2+ lets module calls ignore
+/// them); "v": argv.
+pub fn call_script(ctx: Ctx, evalsha: bool, args: &[RStr]) -> Option<CallReply> {
+    let cmd = if evalsha { c"EVALSHA" } else { c"EVAL" };
+    CallReply::adopt(rm!(RedisModule_Call(
+        ctx,
+        cmd.as_ptr(),
+        c"!C0EMv".as_ptr(),
+        args.as_ptr().cast_mut(),
+        args.len()
+    ) else null_mut()))
+}
+
+/// `SETRANGE key -1 x` in script mode ("S": min-replicas, disk error, read-only replica) with
+/// errors as replies ("E"): an invalid offset, so it never writes, but the server first says
+/// whether it refuses writes now.
+pub fn call_write_probe(ctx: Ctx, key: RStr) -> Option<CallReply> {
+    CallReply::adopt(rm!(RedisModule_Call(
+        ctx,
+        c"SETRANGE".as_ptr(),
+        c"sccSE".as_ptr(),
+        key,
+        c"-1".as_ptr(),
+        c"x".as_ptr()
+    ) else null_mut()))
+}
+
+/// Reply with an array header of `n` elements.
+pub fn reply_array(ctx: Ctx, n: usize) {
+    rm!(RedisModule_ReplyWithArray(ctx, n as std::os::raw::c_long) else 0);
+}
+
+/// `GET key`, run from the module.
+pub fn call_get(ctx: Ctx, key: &[u8]) -> Option<CallReply> {
+    CallReply::adopt(
+        rm!(RedisModule_Call(ctx, c"GET".as_ptr(), c"b".as_ptr(), key.as_ptr(), key.len()) else null_mut()),
+    )
 }
 
 pub fn signal_modified(ctx: Ctx, key: RStr) {
@@ -490,6 +581,13 @@ impl CallReply {
     }
     pub fn is_error(&self) -> bool {
         self.kind() == raw::REDISMODULE_REPLY_ERROR as c_int
+    }
+    /// Reply to the client with this reply, as is.
+    pub fn reply_with(&self, ctx: Ctx) {
+        rm!(RedisModule_ReplyWithCallReply(ctx, self.ptr) else 0);
+    }
+    pub fn is_string(&self) -> bool {
+        self.kind() == raw::REDISMODULE_REPLY_STRING as c_int
     }
     pub fn is_array(&self) -> bool {
         self.kind() == raw::REDISMODULE_REPLY_ARRAY as c_int

@@ -1,17 +1,12 @@
 //! The fencing-token key of a lock (`LOCK.ACQUIRE ... FENCE`): read and checked before a grant
 //! writes anything, then written with its effects. The token itself is chosen in `fence.rs`.
 
-use crate::config;
-use crate::fence::{self, FenceError};
-use crate::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr};
-use crate::state::StateError;
-use crate::stats;
-use redis_module::raw;
-use std::os::raw::c_int;
+use crate::ffi::rm::{self, Ctx, Key, KeyKind, OwnedStr};
+use crate::logic::error::Error;
+use crate::logic::fence;
+use crate::registry::config;
+use crate::registry::stats;
 use std::time::{SystemTime, UNIX_EPOCH};
-
-pub const CROSSSLOT: &str =
-    "CROSSSLOT the lock's fencing token key would be in another hash slot (the lock name has '{' without a hash tag)";
 
 /// A token chosen for a grant, not written yet (or, `keep`, the stored token of a reentrant
 /// acquire, which is replied as is and not written).
@@ -34,26 +29,26 @@ fn now_us() -> i64 {
 /// Read the token key of lock `lock` (in the context's db) and choose the next token. An `Err`
 /// is the error reply; nothing has been written. For an acquire that is `reentrant` (the owner
 /// already holds the lock) the stored token is kept when there is one.
-pub fn prepare_for(ctx: Ctx, lock: &[u8], reentrant: bool) -> Result<Pending, &'static str> {
+pub fn prepare_for(ctx: Ctx, lock: &[u8], reentrant: bool) -> Result<Pending, Error> {
     let tname = config::token_key(lock);
-    if crate::cluster::enabled() && crate::cluster::key_slot(&tname) != crate::cluster::key_slot(lock) {
-        return Err(CROSSSLOT);
+    if crate::module::cluster::enabled()
+        && crate::module::cluster::key_slot(&tname) != crate::module::cluster::key_slot(lock)
+    {
+        return Err(Error::TokenCrossSlot);
     }
     let name = OwnedStr::new(&tname);
     let key = Key::write(ctx, name.ptr());
     let stored = match key.kind() {
         KeyKind::Empty => None,
-        _ if key.is_string() => Some(
-            key.string_get(fence::parse_stored)
-                .unwrap_or(Err(FenceError::NotInteger))
-                .map_err(FenceError::message)?,
-        ),
-        _ => return Err(StateError::WrongType.message()),
+        _ if key.is_string() => {
+            Some(key.string_get(fence::parse_stored).unwrap_or(Err(Error::TokenNotInteger))?)
+        }
+        _ => return Err(Error::WrongType),
     };
     if let (true, Some(s)) = (reentrant, stored) {
         return Ok(Pending { key, name, value: s, keep: true });
     }
-    let value = fence::next_token(stored, now_us()).map_err(FenceError::message)?;
+    let value = fence::next_token(stored, now_us())?;
     Ok(Pending { key, name, value, keep: false })
 }
 
@@ -73,9 +68,9 @@ impl Pending {
             self.key.set_deadline(d, now_ms);
         }
         rm::replicate_set(ctx, self.name.ptr(), value.ptr(), deadline);
-        rm::notify(ctx, raw::REDISMODULE_NOTIFY_STRING, c"set", self.name.ptr());
+        rm::notify(ctx, crate::ffi::rm::NOTIFY_STRING, c"set", self.name.ptr());
         if deadline.is_some() {
-            rm::notify(ctx, raw::REDISMODULE_NOTIFY_GENERIC, c"expire", self.name.ptr());
+            rm::notify(ctx, crate::ffi::rm::NOTIFY_GENERIC, c"expire", self.name.ptr());
         }
         rm::signal_modified(ctx, self.name.ptr());
         stats::TOKENS_ISSUED.inc();
@@ -87,20 +82,8 @@ impl Pending {
 /// Read with GET so that a read-only command never converts the stored value.
 pub fn last(ctx: Ctx, lock: &[u8]) -> i64 {
     let tname = config::token_key(lock);
-    let reply = rm!(RedisModule_Call(ctx, c"GET".as_ptr(), c"b".as_ptr(), tname.as_ptr(), tname.len()) else std::ptr::null_mut());
-    if reply.is_null() {
-        return -1;
+    match rm::call_get(ctx, &tname) {
+        Some(reply) if reply.is_string() => fence::parse_stored(reply.bytes()).unwrap_or(-1),
+        _ => -1,
     }
-    let mut token = -1;
-    if rm!(RedisModule_CallReplyType(reply) else 0) == raw::REDISMODULE_REPLY_STRING as c_int {
-        let mut len = 0usize;
-        let p = rm!(RedisModule_CallReplyStringPtr(reply, &mut len) else std::ptr::null());
-        if !p.is_null() {
-            // SAFETY: `len` readable bytes owned by `reply`, freed below.
-            let b = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
-            token = fence::parse_stored(b).unwrap_or(-1);
-        }
-    }
-    rm!(RedisModule_FreeCallReply(reply) else ());
-    token
 }

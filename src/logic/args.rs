@@ -1,44 +1,9 @@
 //! Argument parsing for the LOCK.* commands.
 //!
 //! Pure: works on byte slices, knows nothing about Redis, so it can be unit-tested and fuzzed
-//! without a server. Every failure is an [`ArgError`] whose text is the Redis error reply.
+//! without a server. Every failure is an [`Error`] whose text is the Redis error reply.
 
-use std::fmt;
-
-/// Why a command's arguments were refused. `Display` gives the exact error reply text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ArgError {
-    /// Wrong number of arguments; the caller turns this into Redis's standard arity error.
-    Arity,
-    /// A numeric argument that is not a plain decimal 64-bit integer.
-    NotInteger(&'static str),
-    /// `lease-ms` that is zero or negative.
-    NotPositive(&'static str),
-    /// `timeout-ms` that is negative.
-    Negative(&'static str),
-    /// A value whose absolute deadline (now + value) does not fit in a 64-bit millisecond clock.
-    Overflow(&'static str),
-    /// The owner id is the empty string.
-    EmptyOwner,
-    /// An unknown or repeated option.
-    Syntax,
-}
-
-impl fmt::Display for ArgError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ArgError::Arity => write!(f, "ERR wrong number of arguments"),
-            ArgError::NotInteger(name) => write!(f, "ERR {name} is not an integer or out of range"),
-            ArgError::NotPositive(name) => write!(f, "ERR {name} must be a positive integer"),
-            ArgError::Negative(name) => write!(f, "ERR {name} must not be negative"),
-            ArgError::Overflow(name) => {
-                write!(f, "ERR {name} is too large: the deadline would overflow")
-            }
-            ArgError::EmptyOwner => write!(f, "ERR owner must not be empty"),
-            ArgError::Syntax => write!(f, "ERR syntax error"),
-        }
-    }
-}
+use super::error::Error;
 
 pub const LEASE: &str = "lease-ms";
 pub const TIMEOUT: &str = "timeout-ms";
@@ -70,25 +35,25 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
     }
 }
 
-fn lease(b: &[u8]) -> Result<i64, ArgError> {
+fn lease(b: &[u8]) -> Result<i64, Error> {
     match parse_i64(b) {
-        None => Err(ArgError::NotInteger(LEASE)),
-        Some(v) if v <= 0 => Err(ArgError::NotPositive(LEASE)),
+        None => Err(Error::NotInteger(LEASE)),
+        Some(v) if v <= 0 => Err(Error::NotPositive(LEASE)),
         Some(v) => Ok(v),
     }
 }
 
-fn owner(b: &[u8]) -> Result<&[u8], ArgError> {
+fn owner(b: &[u8]) -> Result<&[u8], Error> {
     if b.is_empty() {
-        Err(ArgError::EmptyOwner)
+        Err(Error::EmptyOwner)
     } else {
         Ok(b)
     }
 }
 
 /// Absolute deadline `now + ms`, refusing values that overflow.
-pub fn deadline(now_ms: i64, ms: i64, name: &'static str) -> Result<i64, ArgError> {
-    now_ms.checked_add(ms).ok_or(ArgError::Overflow(name))
+pub fn deadline(now_ms: i64, ms: i64, name: &'static str) -> Result<i64, Error> {
+    now_ms.checked_add(ms).ok_or(Error::Overflow(name))
 }
 
 /// `LOCK.ACQUIRE key owner lease-ms [WAIT timeout-ms] [FENCE]` (argv without the command name).
@@ -102,9 +67,9 @@ pub struct AcquireArgs<'a> {
     pub fence: bool,
 }
 
-pub fn acquire<'a>(argv: &[&'a [u8]]) -> Result<AcquireArgs<'a>, ArgError> {
+pub fn acquire<'a>(argv: &[&'a [u8]]) -> Result<AcquireArgs<'a>, Error> {
     let [_key, own, lease_b, options @ ..] = argv else {
-        return Err(ArgError::Arity);
+        return Err(Error::Arity);
     };
     let owner = owner(own)?;
     let lease_ms = lease(lease_b)?;
@@ -118,14 +83,14 @@ pub fn acquire<'a>(argv: &[&'a [u8]]) -> Result<AcquireArgs<'a>, ArgError> {
             continue;
         }
         if !opt.eq_ignore_ascii_case(b"WAIT") || wait_ms.is_some() {
-            return Err(ArgError::Syntax);
+            return Err(Error::Syntax);
         }
         let Some((value, tail)) = rest.split_first() else {
-            return Err(ArgError::Syntax);
+            return Err(Error::Syntax);
         };
-        let v = parse_i64(value).ok_or(ArgError::NotInteger(TIMEOUT))?;
+        let v = parse_i64(value).ok_or(Error::NotInteger(TIMEOUT))?;
         if v < 0 {
-            return Err(ArgError::Negative(TIMEOUT));
+            return Err(Error::Negative(TIMEOUT));
         }
         wait_ms = Some(v);
         rest = tail;
@@ -140,12 +105,12 @@ pub struct ReleaseArgs<'a> {
     pub lease_ms: Option<i64>,
 }
 
-pub fn release<'a>(argv: &[&'a [u8]]) -> Result<ReleaseArgs<'a>, ArgError> {
+pub fn release<'a>(argv: &[&'a [u8]]) -> Result<ReleaseArgs<'a>, Error> {
     match argv {
         [_key, own] => Ok(ReleaseArgs { owner: owner(own)?, lease_ms: None }),
         [_key, own, l] => Ok(ReleaseArgs { owner: owner(own)?, lease_ms: Some(lease(l)?) }),
-        [_, _, _, ..] => Err(ArgError::Syntax),
-        _ => Err(ArgError::Arity),
+        [_, _, _, ..] => Err(Error::Syntax),
+        _ => Err(Error::Arity),
     }
 }
 
@@ -156,18 +121,18 @@ pub struct RenewArgs<'a> {
     pub lease_ms: i64,
 }
 
-pub fn renew<'a>(argv: &[&'a [u8]]) -> Result<RenewArgs<'a>, ArgError> {
+pub fn renew<'a>(argv: &[&'a [u8]]) -> Result<RenewArgs<'a>, Error> {
     match argv {
         [_key, own, l] => Ok(RenewArgs { owner: owner(own)?, lease_ms: lease(l)? }),
-        _ => Err(ArgError::Arity),
+        _ => Err(Error::Arity),
     }
 }
 
 /// `LOCK.FORCERELEASE key` and `LOCK.INFO key`.
-pub fn key_only(argv: &[&[u8]]) -> Result<(), ArgError> {
+pub fn key_only(argv: &[&[u8]]) -> Result<(), Error> {
     match argv {
         [_key] => Ok(()),
-        _ => Err(ArgError::Arity),
+        _ => Err(Error::Arity),
     }
 }
 
@@ -223,57 +188,57 @@ mod tests {
 
     #[test]
     fn acquire_forms() {
-        let a = acquire(&[b"k", b"me", b"100"]).unwrap(); // ok: test
+        let a = acquire(&[b"k", b"me", b"100"]).unwrap();
         assert_eq!(a, AcquireArgs { owner: b"me", lease_ms: 100, wait_ms: None, fence: false });
-        let a = acquire(&[b"k", b"me", b"100", b"fence"]).unwrap(); // ok: test
+        let a = acquire(&[b"k", b"me", b"100", b"fence"]).unwrap();
         assert_eq!(a, AcquireArgs { owner: b"me", lease_ms: 100, wait_ms: None, fence: true });
-        let a = acquire(&[b"k", b"me", b"100", b"FENCE", b"WAIT", b"7"]).unwrap(); // ok: test
+        let a = acquire(&[b"k", b"me", b"100", b"FENCE", b"WAIT", b"7"]).unwrap();
         assert_eq!((a.wait_ms, a.fence), (Some(7), true));
-        let a = acquire(&[b"k", b"me", b"100", b"WAIT", b"7", b"Fence"]).unwrap(); // ok: test
+        let a = acquire(&[b"k", b"me", b"100", b"WAIT", b"7", b"Fence"]).unwrap();
         assert_eq!((a.wait_ms, a.fence), (Some(7), true));
-        let a = acquire(&[b"k", b"me", b"100", b"wait", b"0"]).unwrap(); // ok: test
+        let a = acquire(&[b"k", b"me", b"100", b"wait", b"0"]).unwrap();
         assert_eq!(a.wait_ms, Some(0));
-        let a = acquire(&[b"k", b"me", b"100", b"WAIT", b"250"]).unwrap(); // ok: test
+        let a = acquire(&[b"k", b"me", b"100", b"WAIT", b"250"]).unwrap();
         assert_eq!(a.wait_ms, Some(250));
     }
 
     #[test]
     fn acquire_errors() {
-        assert_eq!(acquire(&[b"k", b"me"]), Err(ArgError::Arity));
-        assert_eq!(acquire(&[b"k", b"", b"1"]), Err(ArgError::EmptyOwner));
-        assert_eq!(acquire(&[b"k", b"me", b"x"]), Err(ArgError::NotInteger(LEASE)));
-        assert_eq!(acquire(&[b"k", b"me", b"0"]), Err(ArgError::NotPositive(LEASE)));
-        assert_eq!(acquire(&[b"k", b"me", b"-5"]), Err(ArgError::NotPositive(LEASE)));
-        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT"]), Err(ArgError::Syntax));
-        assert_eq!(acquire(&[b"k", b"me", b"1", b"NOPE", b"1"]), Err(ArgError::Syntax));
-        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"1", b"WAIT", b"1"]), Err(ArgError::Syntax));
-        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"-1"]), Err(ArgError::Negative(TIMEOUT)));
-        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"z"]), Err(ArgError::NotInteger(TIMEOUT)));
-        assert_eq!(acquire(&[b"k", b"me", b"1", b"FENCE", b"FENCE"]), Err(ArgError::Syntax));
-        assert_eq!(acquire(&[b"k", b"me", b"1", b"FENCE", b"WAIT"]), Err(ArgError::Syntax));
-        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"FENCE"]), Err(ArgError::NotInteger(TIMEOUT)));
-        assert_eq!(acquire(&[b"k", b"me", b"1", b"FENCES"]), Err(ArgError::Syntax));
+        assert_eq!(acquire(&[b"k", b"me"]), Err(Error::Arity));
+        assert_eq!(acquire(&[b"k", b"", b"1"]), Err(Error::EmptyOwner));
+        assert_eq!(acquire(&[b"k", b"me", b"x"]), Err(Error::NotInteger(LEASE)));
+        assert_eq!(acquire(&[b"k", b"me", b"0"]), Err(Error::NotPositive(LEASE)));
+        assert_eq!(acquire(&[b"k", b"me", b"-5"]), Err(Error::NotPositive(LEASE)));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT"]), Err(Error::Syntax));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"NOPE", b"1"]), Err(Error::Syntax));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"1", b"WAIT", b"1"]), Err(Error::Syntax));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"-1"]), Err(Error::Negative(TIMEOUT)));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"z"]), Err(Error::NotInteger(TIMEOUT)));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"FENCE", b"FENCE"]), Err(Error::Syntax));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"FENCE", b"WAIT"]), Err(Error::Syntax));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"WAIT", b"FENCE"]), Err(Error::NotInteger(TIMEOUT)));
+        assert_eq!(acquire(&[b"k", b"me", b"1", b"FENCES"]), Err(Error::Syntax));
     }
 
     #[test]
     fn release_renew_key_only() {
-        assert_eq!(release(&[b"k", b"o"]).unwrap().lease_ms, None); // ok: test
-        assert_eq!(release(&[b"k", b"o", b"5"]).unwrap().lease_ms, Some(5)); // ok: test
-        assert_eq!(release(&[b"k"]), Err(ArgError::Arity));
-        assert_eq!(release(&[b"k", b"o", b"5", b"6"]), Err(ArgError::Syntax));
-        assert_eq!(release(&[b"k", b"o", b"0"]), Err(ArgError::NotPositive(LEASE)));
-        assert_eq!(renew(&[b"k", b"o", b"5"]).unwrap().lease_ms, 5); // ok: test
-        assert_eq!(renew(&[b"k", b"o"]), Err(ArgError::Arity));
-        assert_eq!(renew(&[b"k", b"", b"5"]), Err(ArgError::EmptyOwner));
+        assert_eq!(release(&[b"k", b"o"]).unwrap().lease_ms, None);
+        assert_eq!(release(&[b"k", b"o", b"5"]).unwrap().lease_ms, Some(5));
+        assert_eq!(release(&[b"k"]), Err(Error::Arity));
+        assert_eq!(release(&[b"k", b"o", b"5", b"6"]), Err(Error::Syntax));
+        assert_eq!(release(&[b"k", b"o", b"0"]), Err(Error::NotPositive(LEASE)));
+        assert_eq!(renew(&[b"k", b"o", b"5"]).unwrap().lease_ms, 5);
+        assert_eq!(renew(&[b"k", b"o"]), Err(Error::Arity));
+        assert_eq!(renew(&[b"k", b"", b"5"]), Err(Error::EmptyOwner));
         assert!(key_only(&[b"k"]).is_ok());
-        assert_eq!(key_only(&[b"k", b"x"]), Err(ArgError::Arity));
+        assert_eq!(key_only(&[b"k", b"x"]), Err(Error::Arity));
     }
 
     #[test]
     fn deadlines_overflow() {
         assert_eq!(deadline(1000, 5, LEASE), Ok(1005));
-        assert_eq!(deadline(1000, i64::MAX, LEASE), Err(ArgError::Overflow(LEASE)));
-        assert!(ArgError::Overflow(LEASE).to_string().contains("lease-ms"));
+        assert_eq!(deadline(1000, i64::MAX, LEASE), Err(Error::Overflow(LEASE)));
+        assert!(Error::Overflow(LEASE).to_string().contains("lease-ms"));
     }
 
     #[test]

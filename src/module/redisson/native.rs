@@ -13,20 +13,18 @@
 //! LOCK.* waiters hands it to the head waiter (no message), and the effects reach replicas and
 //! the AOF with absolute deadlines.
 
-use crate::acl::{self, Cmd, Step};
-use crate::cluster;
-use crate::commands::{self, Refusal};
-use crate::effects;
-use crate::redisson_scripts::{self, Call, Kind, Publish};
-use crate::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
-use crate::stats;
-use crate::wait;
-use redis_module::raw;
-use std::os::raw::c_int;
+use crate::ffi::command::{self, entry};
+use crate::ffi::rm::{self, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::logic::error::Error;
+use crate::logic::redisson::{self, Call, Kind, Publish};
+use crate::module::acl::{self, Cmd, Step};
+use crate::module::cluster;
+use crate::module::effects;
+use crate::module::wait;
+use crate::registry::stats;
+use std::ffi::c_int;
 
-const NOTIFY_HASH: c_int = raw::REDISMODULE_NOTIFY_HASH;
-const NOTIFY_GENERIC: c_int = raw::REDISMODULE_NOTIFY_GENERIC;
-const NOTIFY_STRING: c_int = raw::REDISMODULE_NOTIFY_STRING;
+use crate::ffi::rm::{NOTIFY_GENERIC, NOTIFY_HASH, NOTIFY_STRING};
 
 /// The script must run in Lua for this call.
 struct ToLua;
@@ -59,7 +57,7 @@ impl<'a> Argv<'a> {
         match acl::check_path(ctx, self.user, self.key(0), steps) {
             Ok(()) => true,
             Err(e) => {
-                rm::reply_error(ctx, &e);
+                rm::reply_error(ctx, &e.reply());
                 false
             }
         }
@@ -74,9 +72,9 @@ impl<'a> Argv<'a> {
 
 /// `called`: the (kind, EVALSHA?) the filter recognised, from the command name object; `None`
 /// when LOCK.REDISSON was called directly.
-fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Refusal> {
+fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let [script, rest @ ..] = argv else {
-        return Err(Refusal::Reply("ERR wrong number of arguments for 'lock.redisson' command"));
+        return Err(Error::RedissonArity);
     };
     // Called directly: behave exactly as the EVALSHA (a known SHA1 or any 40-hex string) or
     // the EVAL it carries.
@@ -85,25 +83,24 @@ fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]])
         None => {
             let evalsha = script.len() == 40 && script.iter().all(u8::is_ascii_hexdigit);
             // A disabled (or renamed) EVAL / EVALSHA stays disabled through this command too.
-            if !crate::script_filter::resolves(evalsha) {
-                return Err(Refusal::Reply(
-                    "ERR unknown command: EVAL / EVALSHA are disabled on this server",
-                ));
+            if !crate::module::redisson::filter::resolves(evalsha) {
+                return Err(Error::EvalDisabled);
             }
-            match crate::script_filter::lookup(evalsha, script) {
+            match crate::module::redisson::filter::lookup(evalsha, script) {
                 Some(kind) => (kind, evalsha),
                 None => return lua(ctx, None, evalsha, strs),
             }
         }
     };
-    let Ok(call) = redisson_scripts::parse(kind, rest) else {
+    let Ok(call) = redisson::parse(kind, rest) else {
         return lua(ctx, Some(kind), evalsha, strs);
     };
     let flags = rm::ctx_flags(ctx);
-    if flags & (raw::REDISMODULE_CTX_FLAGS_READONLY | raw::REDISMODULE_CTX_FLAGS_OOM) != 0 {
+    if flags & (crate::ffi::rm::CTX_READONLY | crate::ffi::rm::CTX_OOM) != 0 {
         return lua(ctx, Some(kind), evalsha, strs);
     }
-    let numkeys = rest.first().and_then(|n| crate::args::parse_i64(n)).and_then(|n| usize::try_from(n).ok());
+    let numkeys =
+        rest.first().and_then(|n| crate::logic::args::parse_i64(n)).and_then(|n| usize::try_from(n).ok());
     // The user must be allowed the EVAL / EVALSHA the client sent, with the script's keys.
     let user = acl::calling_user(ctx);
     if let Some(u) = &user {
@@ -111,7 +108,7 @@ fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]])
         sent.push(acl::name(if evalsha { Cmd::EvalSha } else { Cmd::Eval }));
         sent.extend_from_slice(strs);
         if !u.may_run(&sent) {
-            rm::reply_error(ctx, &acl::eval_denied(u, evalsha));
+            rm::reply_error(ctx, &acl::eval_denied(u, evalsha).reply());
             return Ok(());
         }
     }
@@ -139,33 +136,19 @@ fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]])
 }
 
 /// Run the original EVAL / EVALSHA in Lua, as the calling user, and forward its reply.
-fn lua(ctx: Ctx, kind: Option<Kind>, evalsha: bool, strs: &[RStr]) -> Result<(), Refusal> {
+fn lua(ctx: Ctx, kind: Option<Kind>, evalsha: bool, strs: &[RStr]) -> Result<(), Error> {
     if let Some(k) = kind {
         stats::redisson_lua(k);
     }
-    let cmd = if evalsha { c"EVALSHA" } else { c"EVAL" };
-    let args = strs;
-    // "!": replicate its effects; "C": ACL of the calling user; "0": its protocol; "E": errors
-    // as replies; "M": OOM rules as for a client (7.2+ lets module calls ignore them); "v": argv.
-    let reply = rm!(RedisModule_Call(
-        ctx,
-        cmd.as_ptr(),
-        c"!C0EMv".as_ptr(),
-        args.as_ptr().cast_mut(),
-        args.len()
-    ) else std::ptr::null_mut());
-    if reply.is_null() {
-        return Err(Refusal::Reply("ERR lock module could not run the script in Lua"));
-    }
-    rm!(RedisModule_ReplyWithCallReply(ctx, reply) else 0);
-    rm!(RedisModule_FreeCallReply(reply) else ());
+    let Some(reply) = rm::call_script(ctx, evalsha, strs) else { return Err(Error::LuaFailed) };
+    reply.reply_with(ctx);
     Ok(())
 }
 
 /// A hash field's value as the integer HINCRBY would read: absent -> `Ok(None)`,
 /// not an integer -> `Err` (HINCRBY would raise an error).
 fn field_count(key: &Key, owner: RStr) -> Result<Option<i64>, ToLua> {
-    match key.hash_get(owner, crate::args::parse_i64) {
+    match key.hash_get(owner, crate::logic::args::parse_i64) {
         None => Ok(None),
         Some(Some(n)) => Ok(Some(n)),
         Some(None) => Err(ToLua),
@@ -205,7 +188,7 @@ fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: b
     if free && wait::has_waiters(ctx, name) {
         if wait::grant_head(ctx, &key, name, now, false) {
             free = key.kind() == KeyKind::Empty;
-        } else if let wait::Turn::Wait(ms) = wait::turn(ctx, name, rm::bytes(owner), now) {
+        } else if let wait::Turn::Wait(ms) = wait::turn(ctx, name, rm::bytes(&owner), now) {
             turn_pttl = Some(ms);
         }
     }
@@ -224,7 +207,7 @@ fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: b
         }
         let pttl = turn_pttl.unwrap_or_else(|| key.pttl());
         // While LOCK.* clients wait, this owner takes a place in their FIFO.
-        wait::queue_turn(ctx, name, rm::bytes(owner), pttl, now);
+        wait::queue_turn(ctx, name, rm::bytes(&owner), pttl, now);
         if fenced_reply {
             rm::reply_pair(ctx, pttl, -1);
         } else {
@@ -241,13 +224,13 @@ fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: b
     // The fenced scripts INCR the token counter: check it before writing anything.
     let counter = if fenced {
         let tname = a.key(1);
-        if rm::bytes(tname) == rm::bytes(name) {
+        if rm::bytes(&tname) == rm::bytes(&name) {
             return Err(ToLua); // INCR on the lock hash: the script fails half-way
         }
         let tkey = Key::write(ctx, tname);
         let stored = match tkey.kind() {
             KeyKind::Empty => 0,
-            _ if tkey.is_string() => tkey.string_get(crate::args::parse_i64).flatten().ok_or(ToLua)?,
+            _ if tkey.is_string() => tkey.string_get(crate::logic::args::parse_i64).flatten().ok_or(ToLua)?,
             _ => return Err(ToLua),
         };
         Some((tkey, tname, stored.checked_add(1).ok_or(ToLua)?))
@@ -358,7 +341,7 @@ fn unlock(
             KeyKind::Empty => {}
             _ if latch.is_string() => {
                 // `return tonumber(value)`: nil for what Lua does not convert.
-                let v = latch.string_get(crate::luanum::latch_reply).ok_or(ToLua)?;
+                let v = latch.string_get(crate::ffi::luanum::latch_reply).ok_or(ToLua)?;
                 if !a.allowed(ctx, &a.path_of(&[get_latch])) {
                     return Ok(());
                 }
@@ -518,7 +501,7 @@ fn renew(ctx: Ctx, a: &Argv, lease: Option<i64>, n: usize, batch: bool, now: i64
         }
     }
     if batch {
-        rm!(RedisModule_ReplyWithArray(ctx, renewed.len() as std::os::raw::c_long) else 0);
+        rm::reply_array(ctx, renewed.len());
         for r in renewed {
             rm::reply_int(ctx, r);
         }
@@ -532,22 +515,18 @@ fn renew(ctx: Ctx, a: &Argv, lease: Option<i64>, n: usize, batch: bool, now: i64
 /// routes module commands in a cluster by their legacy key range or this callback only).
 fn key_positions(ctx: Ctx, strs: &[RStr]) {
     let n = strs.len() as i64;
-    let numkeys = strs.get(2).and_then(|s| crate::args::parse_i64(rm::bytes(*s))).unwrap_or(0);
+    let numkeys = strs.get(2).and_then(|s| crate::logic::args::parse_i64(rm::bytes(s))).unwrap_or(0);
     for pos in 3..3 + numkeys.clamp(0, (n - 3).max(0)) {
-        rm!(RedisModule_KeyAtPos(ctx, pos as c_int) else ());
+        command::key_at_pos(ctx, pos as c_int);
     }
 }
 
-pub unsafe extern "C" fn redisson_cmd(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    let strs: &[RStr] = match usize::try_from(argc) {
-        // SAFETY: Redis passes argc valid strings at argv.
-        Ok(n) if n > 0 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
-        _ => &[],
-    };
-    if rm!(RedisModule_IsKeysPositionRequest(ctx) else 0) != 0 {
+entry!(redisson_cmd, |ctx, argv: &command::Argv| {
+    let strs = argv.strs();
+    if command::is_keys_position_request(ctx) {
         key_positions(ctx, strs);
-        return raw::REDISMODULE_OK as c_int;
+        return command::OK;
     }
-    let called = strs.first().and_then(|name| crate::script_filter::identify(*name));
-    commands::run(ctx, argv, argc, |ctx, s, b| handle(ctx, called, s, b))
-}
+    let called = strs.first().and_then(|name| crate::module::redisson::filter::identify(*name));
+    command::run(ctx, argv, |ctx, s, b| handle(ctx, called, s, b))
+});

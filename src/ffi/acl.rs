@@ -1,0 +1,85 @@
+//! The ACL API: the calling user, a user's command and key permissions, `ACL GETUSER`.
+
+use crate::ffi::rm::{api, rm, CallReply, Ctx, OwnedStr, RStr};
+use redis_module::raw;
+use std::ffi::c_int;
+
+/// Whether the server has the ACL API (all Redis 7.0).
+pub fn available() -> bool {
+    api!(RedisModule_GetCurrentUserName).is_some()
+        && api!(RedisModule_GetModuleUserFromUserName).is_some()
+        && api!(RedisModule_ACLCheckCommandPermissions).is_some()
+        && api!(RedisModule_ACLCheckKeyPermissions).is_some()
+        && api!(RedisModule_FreeModuleUser).is_some()
+        && api!(RedisModule_GetClientId).is_some()
+}
+
+/// Whether the server has an API of 7.2 (`RM_AddPostNotificationJob`).
+pub fn has_7_2_api() -> bool {
+    api!(RedisModule_AddPostNotificationJob).is_some()
+}
+
+/// The calling client's user name; `None` for a client without a user (AOF, master link).
+pub fn current_user_name(ctx: Ctx) -> Option<OwnedStr> {
+    OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut()))
+}
+
+/// The calling client's id (0: none).
+pub fn client_id(ctx: Ctx) -> u64 {
+    rm!(RedisModule_GetClientId(ctx) else 0)
+}
+
+/// `ACL GETUSER user`, run from the module.
+pub fn call_getuser(ctx: Ctx, user: RStr) -> Option<CallReply> {
+    CallReply::adopt(
+        rm!(RedisModule_Call(ctx, c"ACL".as_ptr(), c"cs".as_ptr(), c"GETUSER".as_ptr(), user) else std::ptr::null_mut()),
+    )
+}
+
+/// A user whose permissions are checked.
+pub struct User {
+    ptr: *mut raw::RedisModuleUser,
+    name: OwnedStr,
+}
+
+impl Drop for User {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            rm!(RedisModule_FreeModuleUser(self.ptr) else ());
+        }
+    }
+}
+
+impl User {
+    pub fn from_name(name: OwnedStr) -> User {
+        let ptr = rm!(RedisModule_GetModuleUserFromUserName(name.ptr()) else std::ptr::null_mut());
+        User { ptr, name }
+    }
+
+    /// May the user run `argv` (name first), with its keys and channels? A deleted user may not.
+    pub fn may_run(&self, argv: &[RStr]) -> bool {
+        if self.ptr.is_null() {
+            return false;
+        }
+        let Ok(argc) = c_int::try_from(argv.len()) else { return false };
+        let ok = rm!(RedisModule_ACLCheckCommandPermissions(self.ptr, argv.as_ptr().cast_mut(), argc) else raw::REDISMODULE_ERR as c_int);
+        ok == raw::REDISMODULE_OK as c_int
+    }
+
+    /// May the user write `key` (as SET / INCR / HINCRBY do)?
+    pub fn may_write(&self, key: RStr) -> bool {
+        if self.ptr.is_null() {
+            return false;
+        }
+        let flags = (raw::REDISMODULE_CMD_KEY_ACCESS
+            | raw::REDISMODULE_CMD_KEY_UPDATE
+            | raw::REDISMODULE_CMD_KEY_INSERT) as c_int;
+        let ok =
+            rm!(RedisModule_ACLCheckKeyPermissions(self.ptr, key, flags) else raw::REDISMODULE_ERR as c_int);
+        ok == raw::REDISMODULE_OK as c_int
+    }
+
+    pub fn name(&self) -> String {
+        String::from_utf8_lossy(self.name.bytes()).into_owned()
+    }
+}

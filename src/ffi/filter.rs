@@ -1,0 +1,79 @@
+//! The command filter API: registering a filter and reading / replacing the filtered
+//! command's arguments. The server-internals trick built on it (our own command-name objects)
+//! is described in module/redisson/filter.rs.
+
+use crate::ffi::rm::{self, rm, CallReply, Ctx, RStr};
+use redis_module::raw;
+use std::ffi::c_int;
+
+/// The command being filtered. Argument bytes are borrowed from it.
+pub struct FilterArgs(*mut raw::RedisModuleCommandFilterCtx);
+
+impl FilterArgs {
+    /// # Safety
+    /// `ctx` must be the filter context the server passed to the callback, used only during it.
+    pub unsafe fn new(ctx: *mut raw::RedisModuleCommandFilterCtx) -> FilterArgs {
+        FilterArgs(ctx)
+    }
+
+    pub fn len(&self) -> c_int {
+        rm!(RedisModule_CommandFilterArgsCount(self.0) else 0)
+    }
+
+    /// The bytes of argument `i` (empty when there is none).
+    pub fn arg(&self, i: c_int) -> &[u8] {
+        let s = rm!(RedisModule_CommandFilterArgGet(self.0, i) else std::ptr::null_mut());
+        // SAFETY: the argument lives while the filter runs, which `self` does not outlive.
+        unsafe { rm::bytes_of(s) }
+    }
+
+    /// Put `name` in place of the command name. The filter keeps `name` alive: the server
+    /// takes the reference added here and frees the name it replaces.
+    pub fn replace_name(&self, name: RStr) {
+        rm!(RedisModule_RetainString(std::ptr::null_mut(), name) else ());
+        rm!(RedisModule_CommandFilterArgReplace(self.0, 0, name) else 0);
+    }
+}
+
+/// A command filter callback, as the server calls it.
+pub type Callback = unsafe extern "C" fn(*mut raw::RedisModuleCommandFilterCtx);
+
+/// Define `unsafe extern "C" fn $name`, a filter [`Callback`] that calls the safe
+/// `$body(&FilterArgs)`.
+macro_rules! callback {
+    ($name:ident, $body:path) => {
+        unsafe extern "C" fn $name(fctx: *mut redis_module::raw::RedisModuleCommandFilterCtx) {
+            // SAFETY: the server's filter context, used only during this call.
+            let args = unsafe { $crate::ffi::filter::FilterArgs::new(fctx) };
+            $body(&args);
+        }
+    };
+}
+pub(crate) use callback;
+
+/// Register `cb` for every command but the module's own calls (`NOSELF`); the handle, `None`
+/// when the server refused.
+pub fn register(ctx: Ctx, cb: Callback) -> Option<usize> {
+    let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
+    let f = rm!(RedisModule_RegisterCommandFilter(ctx, Some(cb), flags) else std::ptr::null_mut());
+    (!f.is_null()).then_some(f as usize)
+}
+
+/// Unregister the filter `handle` (from [`register`]); false when the server refused.
+pub fn unregister(ctx: Ctx, handle: usize) -> bool {
+    let f = handle as *mut raw::RedisModuleCommandFilter;
+    rm!(RedisModule_UnregisterCommandFilter(ctx, f) else raw::REDISMODULE_ERR as c_int)
+        == raw::REDISMODULE_OK as c_int
+}
+
+/// `COMMAND INFO EVAL EVALSHA`, run from the module.
+pub fn call_command_info_eval(ctx: Ctx) -> Option<CallReply> {
+    CallReply::adopt(rm!(RedisModule_Call(
+        ctx,
+        c"COMMAND".as_ptr(),
+        c"ccc".as_ptr(),
+        c"INFO".as_ptr(),
+        c"EVAL".as_ptr(),
+        c"EVALSHA".as_ptr()
+    ) else std::ptr::null_mut()))
+}

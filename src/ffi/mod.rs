@@ -1,0 +1,12 @@
+//! The boundary with the server: raw module API calls, `unsafe`, `extern "C"` callbacks.
+
+pub mod acl;
+pub mod command;
+pub mod command_info;
+pub mod configs;
+pub mod events;
+pub mod filter;
+pub mod info;
+pub mod luanum;
+pub mod replication;
+pub mod rm;

@@ -1,0 +1,302 @@
+//! The layout of src/ as a test (docs/internals.md): it scans the sources and fails when a
+//! layering rule regresses.
+//!
+//! - `src/logic/` is pure: no `redis_module`, no `unsafe`, no import of another layer.
+//! - `src/registry/` is a leaf: it imports nothing from `src/module/` (the glue).
+//! - No import cycle between files (modules), `lib.rs` aside (it wires everything).
+//! - `unsafe`, `extern "C"`, `raw::` and `RedisModule_` live in `src/ffi/`; the files that still
+//!   hold some are listed in [`NOT_YET_IN_FFI`], a list that may only shrink (the test fails when
+//!   a listed file no longer needs its entry, so the list is kept exact).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Files outside `src/ffi/` that still make raw API calls or hold unsafe code.
+const NOT_YET_IN_FFI: &[&str] = &["module/wait/mod.rs"];
+
+struct Source {
+    /// Path under src/, with `/`.
+    rel: String,
+    /// Module path, e.g. `module::wait` (`lib.rs` is ``).
+    module: String,
+    /// The text without the `#[cfg(test)]` tests module.
+    code: String,
+}
+
+/// `src/`, or the folder in `ARCH_SRC` (to check another tree, e.g. an older commit's).
+fn src_dir() -> PathBuf {
+    match std::env::var_os("ARCH_SRC") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn module_path(rel: &str) -> String {
+    let stem = rel.trim_end_matches(".rs");
+    let stem = stem.strip_suffix("/mod").unwrap_or(stem);
+    if stem == "lib" {
+        String::new()
+    } else {
+        stem.replace('/', "::")
+    }
+}
+
+fn strip_tests(text: &str) -> String {
+    match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => text.get(..i).unwrap_or(text).to_string(),
+        None => text.to_string(),
+    }
+}
+
+fn sources_in(root: &Path) -> Vec<Source> {
+    let mut files = Vec::new();
+    walk(root, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+            let text = fs::read_to_string(&p).unwrap();
+            Source { module: module_path(&rel), code: strip_tests(&text), rel }
+        })
+        .collect()
+}
+
+/// Lines without `//` comments (the rules are about code, not prose).
+fn code_lines(code: &str) -> impl Iterator<Item = &str> {
+    code.lines().map(|l| match l.find("//") {
+        Some(i) if !l.get(..i).unwrap_or("").contains('"') => l.get(..i).unwrap_or(""),
+        _ => l,
+    })
+}
+
+/// Every `crate::a::b` / `super::a` path the file names, `{a, b}` groups expanded one level,
+/// resolved to absolute module paths (without `crate::`).
+fn references(src: &Source) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let is_mod_file = src.rel.ends_with("mod.rs") || src.rel == "lib.rs";
+    let parent = {
+        let mut parts: Vec<&str> = src.module.split("::").filter(|s| !s.is_empty()).collect();
+        if !is_mod_file {
+            parts.pop();
+        }
+        parts.join("::")
+    };
+    for line in code_lines(&src.code) {
+        for (prefix, base) in [("crate::", String::new()), ("super::", parent.clone())] {
+            let mut rest = line;
+            while let Some(i) = rest.find(prefix) {
+                let before = rest.get(..i).unwrap_or("");
+                rest = rest.get(i + prefix.len()..).unwrap_or("");
+                if before.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let path: String =
+                    rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
+                let path = path.trim_end_matches(':').to_string();
+                let join = |p: &str| if base.is_empty() { p.to_string() } else { format!("{base}::{p}") };
+                let after = rest.get(path.len()..).unwrap_or("");
+                if let Some(group) = after.strip_prefix("::{").or_else(|| after.strip_prefix('{')) {
+                    let inner = group.split('}').next().unwrap_or("");
+                    for item in inner.split(',') {
+                        let item = item.trim().split(' ').next().unwrap_or("");
+                        let full = match (path.is_empty(), item) {
+                            (_, "") => continue,
+                            (true, i) => i.to_string(),
+                            (false, "self") => path.clone(),
+                            (false, i) => format!("{path}::{i}"),
+                        };
+                        out.insert(join(&full));
+                    }
+                } else if !path.is_empty() {
+                    out.insert(join(&path));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Module-level dependency graph: file module -> file modules it names.
+fn graph(sources: &[Source]) -> BTreeMap<String, BTreeSet<String>> {
+    let modules: BTreeSet<&str> = sources.iter().map(|s| s.module.as_str()).collect();
+    let resolve = |path: &str| -> Option<String> {
+        let mut parts: Vec<&str> = path.split("::").collect();
+        while !parts.is_empty() {
+            let candidate = parts.join("::");
+            if modules.contains(candidate.as_str()) {
+                return Some(candidate);
+            }
+            parts.pop();
+        }
+        None
+    };
+    let mut g = BTreeMap::new();
+    for s in sources {
+        let deps: BTreeSet<String> = references(s)
+            .iter()
+            .filter_map(|r| resolve(r))
+            .filter(|d| *d != s.module && !d.is_empty())
+            // A folder's mod.rs only declares its children.
+            .filter(|d| !(s.rel.ends_with("mod.rs") && d.starts_with(&s.module)))
+            .collect();
+        g.insert(s.module.clone(), deps);
+    }
+    g
+}
+
+fn find_cycle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(n.to_string(), 1);
+        stack.push(n.to_string());
+        for d in g.get(n).into_iter().flatten() {
+            match state.get(d.as_str()).copied().unwrap_or(0) {
+                1 => {
+                    let start = stack.iter().position(|x| x == d).unwrap_or(0);
+                    let mut cycle = stack.get(start..).unwrap_or(&[]).to_vec();
+                    cycle.push(d.clone());
+                    return Some(cycle);
+                }
+                0 => {
+                    if let Some(c) = visit(d, g, state, stack) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(n.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in g.keys().filter(|n| !n.is_empty()) {
+        if state.get(n.as_str()).copied().unwrap_or(0) == 0 {
+            let mut stack = Vec::new();
+            if let Some(c) = visit(n, g, &mut state, &mut stack) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+fn layer(module: &str) -> &str {
+    module.split("::").next().unwrap_or("")
+}
+
+fn has_unsafe_or_raw(code: &str) -> bool {
+    code_lines(code).any(|l| {
+        l.contains("RedisModule_")
+            || l.contains("raw::")
+            || l.contains("extern \"C\"")
+            || l.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "unsafe")
+    })
+}
+
+/// Every rule, as a list of violations (empty when the layout holds).
+fn violations(root: &Path) -> Vec<String> {
+    let sources = sources_in(root);
+    let g = graph(&sources);
+    let mut v = Vec::new();
+    for s in &sources {
+        let deps = g.get(&s.module).cloned().unwrap_or_default();
+        match layer(&s.module) {
+            "logic" => {
+                if code_lines(&s.code).any(|l| l.contains("redis_module")) {
+                    v.push(format!("{}: logic/ imports redis_module", s.rel));
+                }
+                for d in deps.iter().filter(|d| layer(d) != "logic") {
+                    v.push(format!("{}: logic/ imports {d}", s.rel));
+                }
+            }
+            "registry" => {
+                for d in deps.iter().filter(|d| layer(d) == "module") {
+                    v.push(format!("{}: registry/ imports the glue ({d})", s.rel));
+                }
+            }
+            _ => {}
+        }
+        let in_ffi = layer(&s.module) == "ffi";
+        let listed = NOT_YET_IN_FFI.contains(&s.rel.as_str());
+        let raw = has_unsafe_or_raw(&s.code);
+        if !in_ffi && raw && !listed {
+            v.push(format!("{}: unsafe / raw API outside src/ffi", s.rel));
+        }
+        if listed && !raw {
+            v.push(format!("{}: no raw API left; remove it from NOT_YET_IN_FFI", s.rel));
+        }
+        if layer(&s.module) == "logic" && raw {
+            v.push(format!("{}: logic/ holds unsafe or raw API", s.rel));
+        }
+    }
+    if let Some(c) = find_cycle(&g) {
+        v.push(format!("import cycle: {}", c.join(" -> ")));
+    }
+    v
+}
+
+#[test]
+fn layout_holds() {
+    let v = violations(&src_dir());
+    assert!(v.is_empty(), "layering rules broken:\n{}", v.join("\n"));
+}
+
+/// The checks can fail: copies of src/ with one violation injected each are caught.
+#[test]
+fn injected_violations_are_caught() {
+    let cases: [(&str, &str, &str); 4] = [
+        // A cycle: stats (imported by wait) importing wait.
+        ("registry/stats.rs", "\npub fn _x() { crate::module::wait::reset(); }\n", "import cycle"),
+        ("logic/args.rs", "\nuse redis_module::raw;\n", "logic/ imports redis_module"),
+        ("registry/config.rs", "\nuse crate::module::effects;\n", "registry/ imports the glue"),
+        (
+            "logic/queue.rs",
+            "\npub fn _y() { unsafe { std::hint::unreachable_unchecked() } }\n",
+            "outside src/ffi",
+        ),
+    ];
+    for (file, injected, expect) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        copy_tree(&src_dir(), dir.path());
+        let target = dir.path().join(file);
+        let mut text = fs::read_to_string(&target).unwrap();
+        // Before the tests module, so the scan sees it.
+        match text.find("#[cfg(test)]\nmod tests") {
+            Some(i) => text.insert_str(i, injected),
+            None => text.push_str(injected),
+        }
+        fs::write(&target, text).unwrap();
+        let v = violations(dir.path());
+        assert!(v.iter().any(|m| m.contains(expect)), "{file}: expected {expect:?}, got {v:?}");
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    let mut files = Vec::new();
+    walk(from, &mut files);
+    for f in files {
+        let rel = f.strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        fs::copy(&f, &dest).unwrap();
+    }
+}
