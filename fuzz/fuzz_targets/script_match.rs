@@ -61,7 +61,12 @@ fuzz_target!(|input: Input| {
     }
     rest.extend(input.argv.iter().take(24).map(Vec::as_slice));
     let Ok(call) = parse(kind, &rest) else { return };
-    let n = usize::from(input.numkeys.expect("a match needs numkeys"));
+    // numkeys is rest[0]: the generated one, or an argument that happens to be an integer.
+    let n = rest
+        .first()
+        .and_then(|b| redis_lock::logic::args::parse_i64(b))
+        .and_then(|n| usize::try_from(n).ok())
+        .expect("a match needs an integer numkeys");
     let argv = &rest[1..];
     match kind.arity() {
         Some((k, a)) => {
