@@ -320,3 +320,67 @@ async def test_asyncio_api_additions(ar: redis.asyncio.Redis, raw: redis.asyncio
         await in_step(ar)
     finally:
         await locks.close()
+
+
+async def test_forked_child_is_another_owner(server: Server, raw: redis.asyncio.Redis) -> None:
+    """After fork the child's asyncio client has a new id and holds nothing; its own event loop
+    (with its own redis client, as redis-py's asyncio connections belong to the parent's loop)
+    takes and keeps its own locks; the parent's watchdog task keeps the parent's lock."""
+    import os
+
+    ar = redis.asyncio.Redis(port=server.port, socket_timeout=5)
+    locks = ral.LockClient(ar, lease=0.9)
+    try:
+        lock = locks.lock("aforked", fenced=True)
+        assert await lock.acquire()
+        parent_id, parent_owner = locks.id, lock.owner
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report through the pipe, never return into pytest
+            code = 1
+            try:
+                checks: list[object] = [locks.id != parent_id]
+
+                async def child() -> list[bool]:
+                    # The child's book: nothing held, not even under the parent's owner id.
+                    out = [lock.owner != parent_owner, lock.token is None]
+                    out += [believed(lock, parent_owner) == 0, believed(lock, lock.owner) == 0]
+                    cr = redis.asyncio.Redis(port=server.port, socket_timeout=5)
+                    mine_locks = ral.LockClient(cr, lease=0.9)
+                    mine = mine_locks.lock("aforked")
+                    out.append(await mine.acquire(blocking=False) is False)  # the parent's lock
+                    own = mine_locks.lock("achild-own")
+                    out.append(await own.acquire())  # kept by the child's own watchdog task
+                    await asyncio.sleep(2.2)
+                    out.append(await cr.hget("achild-own", own.owner) == b"1")
+                    await own.release()
+                    out.append(await cr.exists("achild-own") == 0)
+                    await mine_locks.close()
+                    await cr.aclose()
+                    return out
+
+                try:
+                    checks += asyncio.run(child())
+                except Exception as error:  # reported to the parent, which fails the test
+                    checks.append(repr(error))
+                os.write(write, repr(checks).encode())
+                code = 0 if all(c is True for c in checks) else 1
+            finally:
+                os._exit(code)
+        os.close(write)
+        await asyncio.sleep(2.0)  # past two leases: the parent's watchdog task still renews
+        assert await raw.hget("aforked", parent_owner) == b"1"
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            await asyncio.sleep(0.05)
+        report = os.read(read, 1000).decode()
+        os.close(read)
+        assert os.waitstatus_to_exitcode(status) == 0, report
+        assert await lock.owned() and await raw.hgetall("aforked") == {parent_owner.encode(): b"1"}
+        await lock.release()
+        await in_step(ar)
+    finally:
+        await locks.close()
+        await ar.aclose()
