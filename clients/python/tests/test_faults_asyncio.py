@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 import time
 import uuid
@@ -326,8 +327,6 @@ async def test_forked_child_is_another_owner(server: Server, raw: redis.asyncio.
     """After fork the child's asyncio client has a new id and holds nothing; its own event loop
     (with its own redis client, as redis-py's asyncio connections belong to the parent's loop)
     takes and keeps its own locks; the parent's watchdog task keeps the parent's lock."""
-    import os
-
     ar = redis.asyncio.Redis(port=server.port, socket_timeout=5)
     locks = ral.LockClient(ar, lease=0.9)
     try:
