@@ -1,12 +1,18 @@
 //! Server-event subscriptions and module options.
 
-use crate::ffi::rm::{rm, Ctx};
+use crate::ffi::rm::{rm, Ctx, RStr};
 use redis_module::raw;
 use std::ffi::{c_int, c_void};
 
 pub use redis_module::raw::{
     REDISMODULE_EVENT_FLUSHDB as FLUSHDB, REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED as ROLE_CHANGED,
     REDISMODULE_EVENT_SWAPDB as SWAPDB,
+};
+
+/// Subevents the waiters react to (module/wait).
+pub use redis_module::raw::{
+    REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA as NOW_REPLICA,
+    REDISMODULE_SUBEVENT_FLUSHDB_END as FLUSHDB_END,
 };
 
 /// Events that may change whether the server refuses writes (module/writes.rs).
@@ -20,8 +26,18 @@ pub const WRITE_STATE: [u64; 6] = [
 ];
 
 /// Define `pub unsafe extern "C" fn $name`, a server-event [`Callback`] that calls the safe
-/// `$body()` (the event's details unused).
+/// `$body()` (the event's details unused), or with `with_sub`, `$body(ctx, subevent)`.
 macro_rules! callback {
+    ($name:ident, $body:path, with_sub) => {
+        pub unsafe extern "C" fn $name(
+            ctx: $crate::ffi::rm::Ctx,
+            _eid: redis_module::raw::RedisModuleEvent,
+            sub: u64,
+            _data: *mut std::ffi::c_void,
+        ) {
+            $body(ctx, sub);
+        }
+    };
     ($name:ident, $body:path) => {
         pub unsafe extern "C" fn $name(
             _ctx: $crate::ffi::rm::Ctx,
@@ -48,4 +64,31 @@ pub fn subscribe(ctx: Ctx, id: u64, cb: Callback) -> bool {
 /// (the module signals what it changes, once).
 pub fn no_implicit_signal_modified(ctx: Ctx) {
     rm!(RedisModule_SetModuleOptions(ctx, raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int) else ());
+}
+
+/// Define `pub unsafe extern "C" fn $name`, a keyspace-event [`KeyCallback`] that calls the
+/// safe `$body(ctx, key)` (the event's class and name unused).
+macro_rules! key_callback {
+    ($name:ident, $body:path) => {
+        pub unsafe extern "C" fn $name(
+            ctx: $crate::ffi::rm::Ctx,
+            _class: std::ffi::c_int,
+            _event: *const std::ffi::c_char,
+            key: $crate::ffi::rm::RStr,
+        ) -> std::ffi::c_int {
+            $body(ctx, key);
+            0
+        }
+    };
+}
+pub(crate) use key_callback;
+
+/// A keyspace-event callback, as the server calls it.
+pub type KeyCallback = unsafe extern "C" fn(Ctx, c_int, *const std::ffi::c_char, RStr) -> c_int;
+
+/// Subscribe `cb` to every keyspace event class the server has; false when it refused.
+pub fn subscribe_keyspace(ctx: Ctx, cb: KeyCallback) -> bool {
+    let all = rm!(RedisModule_GetKeyspaceNotificationFlagsAll() else raw::REDISMODULE_NOTIFY_ALL);
+    let events = all & raw::REDISMODULE_NOTIFY_ALL;
+    rm!(RedisModule_SubscribeToKeyspaceEvents(ctx, events, Some(cb)) else 1) == 0
 }

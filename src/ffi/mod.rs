@@ -1,6 +1,7 @@
 //! The boundary with the server: raw module API calls, `unsafe`, `extern "C"` callbacks.
 
 pub mod acl;
+pub mod blocked;
 pub mod command;
 pub mod command_info;
 pub mod configs;
@@ -10,3 +11,4 @@ pub mod info;
 pub mod luanum;
 pub mod replication;
 pub mod rm;
+pub mod timers;

@@ -488,6 +488,13 @@ pub fn reply_array(ctx: Ctx, n: usize) {
     rm!(RedisModule_ReplyWithArray(ctx, n as std::os::raw::c_long) else 0);
 }
 
+/// `MEMORY USAGE key`, run from the module (it reads the keyspace without expiring keys).
+pub fn call_memory_usage(ctx: Ctx, key: RStr) -> Option<CallReply> {
+    CallReply::adopt(
+        rm!(RedisModule_Call(ctx, c"MEMORY".as_ptr(), c"cs".as_ptr(), c"USAGE".as_ptr(), key) else null_mut()),
+    )
+}
+
 /// `GET key`, run from the module.
 pub fn call_get(ctx: Ctx, key: &[u8]) -> Option<CallReply> {
     CallReply::adopt(
@@ -588,6 +595,9 @@ impl CallReply {
     }
     pub fn is_string(&self) -> bool {
         self.kind() == raw::REDISMODULE_REPLY_STRING as c_int
+    }
+    pub fn is_integer(&self) -> bool {
+        self.kind() == raw::REDISMODULE_REPLY_INTEGER as c_int
     }
     pub fn is_array(&self) -> bool {
         self.kind() == raw::REDISMODULE_REPLY_ARRAY as c_int

@@ -1,4 +1,4 @@
-//! Pure logic: no `redis_module` import, no unsafe, no I/O. Everything here is unit-tested
+//! Pure logic: no `redis_module` import, safe Rust only, no I/O. Everything here is unit-tested
 //! and fuzzed (fuzz/fuzz_targets), and public so the tests and fuzz targets can reach it.
 
 pub mod args;

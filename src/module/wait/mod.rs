@@ -7,7 +7,10 @@
 //! foreign script, a type change...), and the FLUSHDB/FLUSHALL server event. Those paths write
 //! from a 0 ms timer, never inside the event callback.
 
-use crate::ffi::rm::{self, rm, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::ffi::blocked::{self, Client, Waits};
+use crate::ffi::events;
+use crate::ffi::rm::{self, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::ffi::timers::{self, TimerId};
 use crate::logic::error::Error;
 use crate::logic::grant::{self, Gate, Head, Holder, Step};
 use crate::logic::queue::{KeyId, WaitQueues, Waiter};
@@ -15,11 +18,8 @@ use crate::logic::timing;
 use crate::module::effects;
 use crate::module::token;
 use crate::registry::stats;
-use redis_module::raw;
 use std::collections::{HashMap, HashSet};
-use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex, TryLockError};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -47,9 +47,7 @@ fn watch_keyspace(ctx: Ctx) {
     if WATCHING.swap(true, Ordering::Relaxed) {
         return;
     }
-    let all = rm!(RedisModule_GetKeyspaceNotificationFlagsAll() else raw::REDISMODULE_NOTIFY_ALL);
-    let events = all & raw::REDISMODULE_NOTIFY_ALL;
-    if rm!(RedisModule_SubscribeToKeyspaceEvents(ctx, events, Some(on_key_event)) else 1) != 0 {
+    if !events::subscribe_keyspace(ctx, on_key_event) {
         WATCHING.store(false, Ordering::Relaxed);
         rm::log(
             ctx,
@@ -128,30 +126,12 @@ enum Outcome {
     Failed(Error),
 }
 
-fn unblock(handle: usize, outcome: Outcome) {
-    let pd = Box::into_raw(Box::new(outcome)).cast::<c_void>();
-    let bc = handle as *mut raw::RedisModuleBlockedClient;
-    if rm!(RedisModule_UnblockClient(bc, pd) else raw::REDISMODULE_ERR as c_int)
-        != raw::REDISMODULE_OK as c_int
-    {
-        // SAFETY: Redis refused the handle, so it did not take the box.
-        drop(unsafe { Box::from_raw(pd.cast::<Outcome>()) });
-    }
-}
+/// The blocked LOCK.ACQUIRE ... WAIT clients' callbacks (see [`blocked::Waits`]).
+struct Waiting;
 
-fn stop_timer(ctx: Ctx, id: u64) -> Option<*mut c_void> {
-    let mut data: *mut c_void = null_mut();
-    let ok = rm!(RedisModule_StopTimer(ctx, id, &mut data) else raw::REDISMODULE_ERR as c_int);
-    (ok == raw::REDISMODULE_OK as c_int).then_some(data)
-}
-
-fn stop_expiry_timer(ctx: Ctx, id: u64) {
-    if let Some(data) = stop_timer(ctx, id) {
-        if !data.is_null() {
-            // SAFETY: expiry timers carry a boxed KeyId, reclaimed exactly once here or on fire.
-            drop(unsafe { Box::from_raw(data.cast::<KeyId>()) });
-        }
-    }
+#[inline]
+fn unblock(handle: Client, outcome: Outcome) {
+    blocked::unblock::<Waiting>(handle, outcome);
 }
 
 /// Take waiter `id` out of the table and stop its timers. `None` if it was already gone.
@@ -165,10 +145,10 @@ fn take(ctx: Ctx, id: u64) -> Option<Waiter<usize>> {
         crate::module::acl::forget_waiter(w.handle);
     }
     if let Some(t) = w.timer {
-        stop_timer(ctx, t);
+        timers::stop(ctx, t);
     }
     if let Some(t) = stale {
-        stop_expiry_timer(ctx, t);
+        timers::stop(ctx, t);
     }
     Some(w)
 }
@@ -194,12 +174,12 @@ fn arm_expiry(ctx: Ctx, key: &KeyId, deadline: Option<i64>, now: i64) {
         // is capped (a later deadline re-arms) and never 0 for a key already past it.
         let now_us = now_us().unwrap_or_else(|| now.saturating_mul(1000));
         let period = timing::expiry_period_us(d, now_us);
-        let data = Box::into_raw(Box::new(key.clone())).cast::<c_void>();
-        let t = rm!(RedisModule_CreateTimer(ctx, period, Some(on_expiry_timer), data) else 0);
+        let key = key.clone();
+        let t = timers::after(ctx, period, move |ctx| on_expiry_timer(ctx, key));
         (t, d)
     });
     if let Some(old) = with(|s| s.q.set_expiry_timer(key, new)) {
-        stop_expiry_timer(ctx, old);
+        timers::stop(ctx, old);
     }
 }
 
@@ -219,13 +199,11 @@ pub fn block(
     lock_deadline: Option<i64>,
     now: i64,
 ) {
-    let bc = rm!(RedisModule_BlockClient(ctx, Some(on_reply), Some(on_timeout), Some(free_outcome), 0) else null_mut());
-    if bc.is_null() {
+    let Some(bc) = blocked::block::<Waiting>(ctx) else {
         rm::reply_error(ctx, &Error::CannotBlock.reply());
         return;
-    }
-    rm!(RedisModule_SetDisconnectCallback(bc, Some(on_disconnect)) else ());
-    crate::module::acl::remember_waiter(ctx, bc as usize);
+    };
+    crate::module::acl::remember_waiter(ctx, bc);
     watch_keyspace(ctx);
     let key: KeyId = (rm::selected_db(ctx), rm::bytes(&name).to_vec());
     let waiter = Waiter {
@@ -234,13 +212,13 @@ pub fn block(
         lease_ms: req.lease_ms,
         fence: req.fence,
         deadline: wait_deadline,
-        handle: bc as usize,
+        handle: bc,
         timer: None,
         turn_until: None,
     };
     let id = with(|s| {
         let id = s.q.push(waiter);
-        s.by_client.insert(bc as usize, id);
+        s.by_client.insert(bc, id);
         id
     });
     stats::WAITS_STARTED.inc();
@@ -466,26 +444,20 @@ static DEFER_ARMED: AtomicBool = AtomicBool::new(false);
 fn defer_grant(ctx: Ctx, kid: KeyId) {
     with(|s| s.pending.insert(kid));
     if !DEFER_ARMED.swap(true, Ordering::Relaxed) {
-        rm!(RedisModule_CreateTimer(ctx, GRANT_RETRY_MS, Some(on_defer_timer), null_mut()) else 0);
+        timers::after(ctx, GRANT_RETRY_MS, on_defer_timer);
     }
 }
 
-unsafe extern "C" fn on_defer_timer(ctx: Ctx, data: *mut c_void) {
+fn on_defer_timer(ctx: Ctx) {
     DEFER_ARMED.store(false, Ordering::Relaxed);
-    // SAFETY: same callback contract as the check timer.
-    unsafe { on_check_timer(ctx, data) };
+    on_check_timer(ctx);
 }
 
 /// Whether `name` is in the keyspace at all, even logically expired. `MEMORY USAGE` reads the
 /// keyspace directly, without the expiry logic of a normal lookup.
 fn physically_present(ctx: Ctx, name: RStr) -> bool {
-    let reply = rm!(RedisModule_Call(ctx, c"MEMORY".as_ptr(), c"cs".as_ptr(), c"USAGE".as_ptr(), name) else null_mut());
-    if reply.is_null() {
-        return true; // cannot tell: do not write
-    }
-    let present = rm!(RedisModule_CallReplyType(reply) else 0) == raw::REDISMODULE_REPLY_INTEGER as c_int;
-    rm!(RedisModule_FreeCallReply(reply) else ());
-    present
+    // No reply: cannot tell, so do not write.
+    rm::call_memory_usage(ctx, name).is_none_or(|reply| reply.is_integer())
 }
 
 /// Re-examine `keys` in the next event-loop iteration (one shared 0 ms timer).
@@ -498,7 +470,7 @@ fn schedule_checks(ctx: Ctx, keys: impl FnOnce(&Shared) -> Vec<KeyId>) {
         arm
     });
     if arm {
-        rm!(RedisModule_CreateTimer(ctx, 0, Some(on_check_timer), null_mut()) else 0);
+        timers::after(ctx, 0, on_check_timer);
     }
 }
 
@@ -508,7 +480,7 @@ fn schedule_checks_in(ctx: Ctx, delay_ms: i64, keys: impl FnOnce(&Shared) -> Vec
         let ks = keys(s);
         s.pending.extend(ks);
     });
-    rm!(RedisModule_CreateTimer(ctx, delay_ms, Some(on_check_timer), null_mut()) else 0);
+    timers::after(ctx, delay_ms, on_check_timer);
 }
 
 /// Run `f`, logging instead of unwinding into Redis.
@@ -526,13 +498,8 @@ fn quietly(ctx: Ctx, what: &str, f: impl FnOnce()) {
 /// The reply of a wait that ended without the lock: the key's PTTL (argv[1] is the key), as a
 /// pair with no token when the waiter asked for `FENCE` (the outcome says so; argv is not
 /// parsed again).
-fn reply_pttl(ctx: Ctx, argv: *mut RStr, argc: c_int, fence: bool) {
-    let strs: &[RStr] = match usize::try_from(argc) {
-        // SAFETY: Redis passes argc valid strings at argv.
-        Ok(n) if n >= 2 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
-        _ => &[],
-    };
-    let pttl = strs.get(1).map_or(-2, |name| Key::read(ctx, *name).pttl());
+fn reply_pttl(ctx: Ctx, argv: &[RStr], fence: bool) {
+    let pttl = argv.get(1).map_or(-2, |name| Key::read(ctx, *name).pttl());
     if fence {
         rm::reply_pair(ctx, pttl, -1);
     } else {
@@ -540,11 +507,11 @@ fn reply_pttl(ctx: Ctx, argv: *mut RStr, argc: c_int, fence: bool) {
     }
 }
 
-unsafe extern "C" fn on_reply(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    let r = catch_unwind(AssertUnwindSafe(|| {
-        let pd = rm!(RedisModule_GetBlockedClientPrivateData(ctx) else null_mut()).cast::<Outcome>();
-        // SAFETY: the private data is the Outcome box handed to RM_UnblockClient.
-        match unsafe { pd.as_ref() } {
+impl Waits for Waiting {
+    type Outcome = Outcome;
+
+    fn reply(ctx: Ctx, outcome: Option<&Outcome>, argv: &[RStr]) {
+        let r = catch_unwind(AssertUnwindSafe(|| match outcome {
             Some(Outcome::Granted(None)) => {
                 rm::reply_null(ctx);
             }
@@ -554,59 +521,46 @@ unsafe extern "C" fn on_reply(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
             Some(Outcome::Failed(e)) => {
                 rm::reply_error(ctx, &e.reply());
             }
-            Some(Outcome::TimedOut { fence }) => reply_pttl(ctx, argv, argc, *fence),
-            None => reply_pttl(ctx, argv, argc, false),
+            Some(Outcome::TimedOut { fence }) => reply_pttl(ctx, argv, *fence),
+            None => reply_pttl(ctx, argv, false),
+        }));
+        if r.is_err() {
+            stats::PANICS.inc();
+            rm::reply_error(ctx, &Error::PanicInReply.reply());
         }
-    }));
-    if r.is_err() {
-        stats::PANICS.inc();
-        rm::reply_error(ctx, &Error::PanicInReply.reply());
     }
-    raw::REDISMODULE_OK as c_int
-}
 
-/// Redis calls this for CLIENT UNBLOCK (waits have no Redis-side timeout).
-unsafe extern "C" fn on_timeout(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
-    let bc = rm!(RedisModule_GetBlockedClientHandle(ctx) else null_mut());
-    let r = catch_unwind(AssertUnwindSafe(|| {
-        let mut fence = false;
-        if let Some(id) = with(|s| s.by_client.get(&(bc as usize)).copied()) {
-            fence = take(ctx, id).is_some_and(|w| w.fence);
-            stats::WAITS_CANCELLED.inc();
+    /// Redis calls this for CLIENT UNBLOCK (waits have no Redis-side timeout).
+    fn unblocked(ctx: Ctx, bc: Client, argv: &[RStr]) {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let mut fence = false;
+            if let Some(id) = with(|s| s.by_client.get(&bc).copied()) {
+                fence = take(ctx, id).is_some_and(|w| w.fence);
+                stats::WAITS_CANCELLED.inc();
+            }
+            reply_pttl(ctx, argv, fence);
+        }));
+        if r.is_err() {
+            stats::PANICS.inc();
+            rm::reply_error(ctx, &Error::PanicInReply.reply());
         }
-        reply_pttl(ctx, argv, argc, fence);
-    }));
-    if r.is_err() {
-        stats::PANICS.inc();
-        rm::reply_error(ctx, &Error::PanicInReply.reply());
     }
-    rm!(RedisModule_UnblockClient(bc, null_mut()) else 0);
-    raw::REDISMODULE_OK as c_int
-}
 
-unsafe extern "C" fn on_disconnect(ctx: Ctx, bc: *mut raw::RedisModuleBlockedClient) {
-    let mut found = false;
-    quietly(ctx, "disconnect", || {
-        if let Some(id) = with(|s| s.by_client.get(&(bc as usize)).copied()) {
-            found = take(ctx, id).is_some();
-            stats::WAITS_CANCELLED.inc();
-        }
-    });
-    if found {
-        rm!(RedisModule_UnblockClient(bc, null_mut()) else 0);
-    }
-}
-
-unsafe extern "C" fn free_outcome(_ctx: Ctx, pd: *mut c_void) {
-    if !pd.is_null() {
-        // SAFETY: every private data we hand to RM_UnblockClient is a Box<Outcome>.
-        drop(unsafe { Box::from_raw(pd.cast::<Outcome>()) });
+    fn disconnected(ctx: Ctx, bc: Client) -> bool {
+        let mut found = false;
+        quietly(ctx, "disconnect", || {
+            if let Some(id) = with(|s| s.by_client.get(&bc).copied()) {
+                found = take(ctx, id).is_some();
+                stats::WAITS_CANCELLED.inc();
+            }
+        });
+        found
     }
 }
 
 /// Arm waiter `id`'s timeout timer `period` ms from now (a capped period: see `timing`).
 fn arm_wait_timer(ctx: Ctx, id: u64, period: i64) {
-    let t = rm!(RedisModule_CreateTimer(ctx, period, Some(on_wait_timer), id as usize as *mut c_void) else 0);
+    let t: TimerId = timers::after(ctx, period, move |ctx| on_wait_timer(ctx, id));
     with(|s| {
         if let Some(w) = s.q.get_mut(id) {
             w.timer = Some(t);
@@ -614,9 +568,8 @@ fn arm_wait_timer(ctx: Ctx, id: u64, period: i64) {
     });
 }
 
-unsafe extern "C" fn on_wait_timer(ctx: Ctx, data: *mut c_void) {
+fn on_wait_timer(ctx: Ctx, id: u64) {
     quietly(ctx, "wait timeout", || {
-        let id = data as usize as u64;
         // The timer fired, so it must not be stopped again.
         let deadline = with(|s| {
             let w = s.q.get_mut(id)?;
@@ -635,12 +588,7 @@ unsafe extern "C" fn on_wait_timer(ctx: Ctx, data: *mut c_void) {
     });
 }
 
-unsafe extern "C" fn on_expiry_timer(ctx: Ctx, data: *mut c_void) {
-    if data.is_null() {
-        return;
-    }
-    // SAFETY: expiry timers carry a boxed KeyId; a fired timer is never stopped afterwards.
-    let key = unsafe { Box::from_raw(data.cast::<KeyId>()) };
+fn on_expiry_timer(ctx: Ctx, key: KeyId) {
     quietly(ctx, "lease timer", || {
         with(|s| {
             s.q.set_expiry_timer(&key, None);
@@ -649,7 +597,7 @@ unsafe extern "C" fn on_expiry_timer(ctx: Ctx, data: *mut c_void) {
     });
 }
 
-unsafe extern "C" fn on_check_timer(ctx: Ctx, _data: *mut c_void) {
+fn on_check_timer(ctx: Ctx) {
     quietly(ctx, "key check", || {
         let keys: Vec<KeyId> = with(|s| {
             s.check_armed = false;
@@ -663,41 +611,40 @@ unsafe extern "C" fn on_check_timer(ctx: Ctx, _data: *mut c_void) {
 }
 
 /// Keyspace events: anything that touches a key with waiters gets it re-examined.
-unsafe extern "C" fn on_key_event(
-    ctx: Ctx,
-    _class: c_int,
-    _event: *const std::ffi::c_char,
-    key: RStr,
-) -> c_int {
+fn key_event(ctx: Ctx, key: RStr) {
     if WAITERS.load(Ordering::Relaxed) == 0 {
-        return 0;
+        return;
     }
     quietly(ctx, "keyspace event", || {
         let kid: KeyId = (rm::selected_db(ctx), rm::bytes(&key).to_vec());
         schedule_checks(ctx, |s| if s.q.has(&kid) { vec![kid] } else { vec![] });
     });
-    0
 }
+events::key_callback!(on_key_event, key_event);
 
 /// FLUSHDB / FLUSHALL: every key with waiters may be free now.
-pub unsafe extern "C" fn on_flush(ctx: Ctx, _eid: raw::RedisModuleEvent, sub: u64, _data: *mut c_void) {
-    if sub != raw::REDISMODULE_SUBEVENT_FLUSHDB_END || WAITERS.load(Ordering::Relaxed) == 0 {
+fn flush(ctx: Ctx, sub: u64) {
+    if sub != events::FLUSHDB_END || WAITERS.load(Ordering::Relaxed) == 0 {
         return;
     }
     quietly(ctx, "flush event", || schedule_checks(ctx, |s| s.q.keys()));
 }
+events::callback!(on_flush, flush, with_sub);
 
 /// SWAPDB: keys with waiters in the swapped databases may be free (or different) now.
-pub unsafe extern "C" fn on_swapdb(ctx: Ctx, _eid: raw::RedisModuleEvent, _sub: u64, _data: *mut c_void) {
+fn swapdb(ctx: Ctx, _sub: u64) {
     if WAITERS.load(Ordering::Relaxed) == 0 {
         return;
     }
     quietly(ctx, "swapdb event", || schedule_checks(ctx, |s| s.q.keys()));
 }
+events::callback!(on_swapdb, swapdb, with_sub);
+
+events::callback!(on_role_change, role_change, with_sub);
 
 /// Becoming a replica ends every wait with an error.
-pub unsafe extern "C" fn on_role_change(ctx: Ctx, _eid: raw::RedisModuleEvent, sub: u64, _data: *mut c_void) {
-    if sub != raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA {
+fn role_change(ctx: Ctx, sub: u64) {
+    if sub != events::NOW_REPLICA {
         return;
     }
     quietly(ctx, "role change", || {
