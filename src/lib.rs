@@ -1,13 +1,13 @@
 // No panics on client data in the module: these are errors in src/ (Cargo.toml's [lints] would
 // also apply them to tests/, which may unwrap); clippy.toml allows them in #[cfg(test)] code.
-#![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 //! redis-lock: a Redis module with native, Redisson-compatible distributed lock commands.
 //!
 //! Layout (see docs/internals.md):
 //! - `logic/`: pure code (parsing, state transitions, the waiter queue, fencing-token math,
 //!   Redisson's script table, timer periods); no `redis_module` import; unit-tested and fuzzed
-//! - `ffi/`: the boundary with the server (raw module API, unsafe, C callbacks)
+//! - `ffi/`: the boundary with the server (raw module API, C callbacks); the only folder that
+//!   may hold code the compiler cannot check for memory safety
 //! - `module/`: the glue (command handlers, effects, waiting and handoff, the Redisson filter and
 //!   native scripts, ACL and write checks, cluster checks)
 //! - `registry/`: leaves (configs, INFO counters, command registration and docs)
