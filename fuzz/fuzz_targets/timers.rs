@@ -9,7 +9,9 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use redis_lock::logic::timing::{expiry_period_us, on_fire, period, period_us, Fired, MAX_PERIOD_MS, RECHECK_MS};
+use redis_lock::logic::timing::{
+    expiry_period_us, on_fire, period, period_us, Fired, MAX_PERIOD_MS, RECHECK_MS, REDIS_7_0_LIMIT_MS,
+};
 
 #[derive(Arbitrary, Debug)]
 struct Input {
@@ -32,8 +34,11 @@ fuzz_target!(|input: Input| {
         assert_eq!(e, RECHECK_MS, "a key held past its deadline is rechecked, not spun");
     }
     // Redis adds period * 1000 to a microsecond clock: that must fit for any clock value of
-    // this era (< 2^62 µs).
+    // this era (< 2^62 µs); Redis 7.0 computes period * 1000 in a 32-bit int.
     assert!((1i64 << 62).checked_add(p * 1000).is_some());
+    for q in [p, pu, e] {
+        assert!(q <= REDIS_7_0_LIMIT_MS && i32::try_from(q * 1000).is_ok(), "period {q} wraps on Redis 7.0");
+    }
 
     // Fire/re-arm simulation on a clock that starts at `now` (kept where the deadline can be
     // reached within the bound below).

@@ -4,15 +4,22 @@
 //! Redis adds a timer's period to its monotonic clock in microseconds (`ustime() + period*1000`
 //! in a signed 64-bit number): a period near `i64::MAX / 1000` ms wraps into the past, so the
 //! timer fires at once, and a handler that re-arms it loops forever without serving clients.
+//! Redis 7.0 (ae.c before upstream PR 12474, fixed in 7.2) is far tighter: when its module-timer
+//! event re-arms itself for the nearest module timer, it computes `retval * 1000` in a 32-bit
+//! `int`, so a next timer more than 2 147 483 ms (about 35.8 minutes) away wraps, and the event
+//! loop then polls with a zero timeout, spinning a core while idle.
 //! Every period the module hands to Redis therefore comes from [`period`], which caps it at
-//! [`MAX_PERIOD_MS`]: a deadline further away takes several timers, each re-armed by
+//! [`MAX_PERIOD_MS`], well below both: a deadline further away takes several timers, each re-armed by
 //! [`on_fire`] until the deadline is reached. A timer never acts before its deadline, and a key
 //! that is still held past its deadline (an expiry Redis has not performed yet) is looked at
 //! again after [`RECHECK_MS`], never in a 0 ms loop.
 
-/// Longest period passed to `RM_CreateTimer` (one hour). Far below the overflow point, and
-/// long timers cost only one wake-up an hour.
-pub const MAX_PERIOD_MS: i64 = 3_600_000;
+/// Longest period passed to `RM_CreateTimer` (ten minutes): below Redis 7.0's 32-bit limit of
+/// about 35.8 minutes with a wide margin, and a long timer costs one wake-up every ten minutes.
+pub const MAX_PERIOD_MS: i64 = 600_000;
+
+/// Redis 7.0's limit (see above): the longest period its event loop re-arms without wrapping.
+pub const REDIS_7_0_LIMIT_MS: i64 = i32::MAX as i64 / 1000;
 
 /// Delay before a key found held past its deadline is examined again (Redis expires keys
 /// lazily and in its cron; a 0 ms period would spin the event loop).
@@ -68,6 +75,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_cap_is_well_below_redis_7_0s_limit() {
+        assert_eq!(REDIS_7_0_LIMIT_MS, 2_147_483);
+        const { assert!(MAX_PERIOD_MS * 3 < REDIS_7_0_LIMIT_MS) };
+        // The product Redis 7.0 computes in an int must not wrap for any period we pass.
+        assert!(i32::try_from(MAX_PERIOD_MS * 1000).is_ok());
+    }
+
+    #[test]
     fn periods_are_capped_and_never_negative() {
         assert_eq!(period(1_000, 400), 600);
         assert_eq!(period(400, 1_000), 0);
@@ -87,7 +102,7 @@ mod tests {
         assert_eq!(on_fire(100, 150), Fired::Due);
         assert_eq!(on_fire(100, 99), Fired::Rearm(1));
         assert_eq!(on_fire(i64::MAX, 0), Fired::Rearm(MAX_PERIOD_MS));
-        // Simulate a wait of 10 hours: ten re-arms, then due, never early.
+        // Simulate a wait of 10 hours: a re-arm every ten minutes, then due, never early.
         let (deadline, mut now, mut fires) = (36_000_000 + 5, 5, 0);
         loop {
             now += period(deadline, now);
@@ -97,7 +112,7 @@ mod tests {
                 Fired::Rearm(p) => assert!(p >= 1),
             }
         }
-        assert_eq!((now, fires), (deadline, 10));
+        assert_eq!((now, fires), (deadline, 60));
     }
 
     #[test]
