@@ -6,13 +6,16 @@
 //! `turn_of`, `reservation`; a turn is queued only behind a blocked client of its key; removal
 //! of any entry (head, middle, twice, unknown id) returns exactly the right entry, and when the
 //! key's last blocked client leaves, its turns, reservation and expiry timer go with it (the
-//! timer handed back); at the end draining everything leaves the structure empty.
+//! timer handed back); a script owner has at most one turn per key; the bytes kept are each
+//! key's name once and each entry's owner once; at the end draining everything leaves the
+//! structure empty.
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 use redis_lock::logic::queue::{KeyId, WaitQueues, Waiter};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 #[derive(Arbitrary, Debug)]
 enum Op {
@@ -80,8 +83,8 @@ fn key(k: u8) -> KeyId {
 
 fn waiter(k: &KeyId, owner: u8, lease: i64, deadline: Option<i64>, handle: u64) -> Waiter<u64> {
     Waiter {
-        key: k.clone(),
-        owner: vec![owner],
+        key: Arc::new(k.clone()),
+        owner: Arc::from(vec![owner]),
         lease_ms: lease,
         fence: false,
         deadline,
@@ -104,8 +107,8 @@ fn push(q: &mut WaitQueues<u64>, m: &mut Model, k: &KeyId, owner: u8, lease: i64
     m.live.push((id, k.clone(), vec![owner], false));
     let w = q.get(id).expect("pushed waiter");
     assert_eq!(
-        (&w.key, &w.owner, w.lease_ms, w.deadline, w.handle),
-        (k, &vec![owner], lease, deadline, handle)
+        (&*w.key, &*w.owner, w.lease_ms, w.deadline, w.handle),
+        (k, &[owner][..], lease, deadline, handle)
     );
 }
 
@@ -114,6 +117,10 @@ fn push_turn(q: &mut WaitQueues<u64>, m: &mut Model, k: &KeyId, owner: u8, until
     let got = q.try_push(w);
     if clients_of(m, k) == 0 {
         assert_eq!(got, None, "a turn without a blocked client on {k:?}");
+        return;
+    }
+    if m.live.iter().any(|(_, kk, o, turn)| kk == k && *turn && *o == [owner]) {
+        assert_eq!(got, None, "a second turn of owner {owner} on {k:?}");
         return;
     }
     let id = got.expect("a turn behind a blocked client");
@@ -130,8 +137,8 @@ fn remove(q: &mut WaitQueues<u64>, m: &mut Model, id: u64) {
         (None, None) => {}
         (Some((w, stale)), Some(p)) => {
             let (_, k, owner, turn) = m.live.remove(p);
-            assert_eq!(w.key, k);
-            assert_eq!(w.owner, owner);
+            assert_eq!(*w.key, k);
+            assert_eq!(*w.owner, owner[..]);
             assert_eq!(w.is_turn(), turn);
             m.removed.insert(id);
             let emptied = clients_of(m, &k) == 0;
@@ -146,7 +153,7 @@ fn remove(q: &mut WaitQueues<u64>, m: &mut Model, id: u64) {
             }
             assert_eq!(stale, timer, "stale timer after removing {id} (queue emptied: {emptied})");
         }
-        (got, pos) => panic!("remove({id}) = {:?}, model position {pos:?}", got.map(|(w, t)| (w.key, t))),
+        (got, pos) => panic!("remove({id}) = {:?}, model position {pos:?}", got.map(|(w, t)| (KeyId::clone(&w.key), t))),
     }
 }
 
@@ -156,6 +163,8 @@ fn check(q: &mut WaitQueues<u64>, m: &Model) {
     assert_eq!(q.is_empty(), m.live.is_empty());
     let keys: BTreeSet<KeyId> = m.live.iter().map(|(_, k, _, _)| k.clone()).collect();
     assert_eq!(q.key_count(), keys.len(), "key entries must go away with their last waiter");
+    let kept: usize = keys.iter().map(|k| k.1.len()).sum::<usize>() + m.live.iter().map(|e| e.2.len()).sum::<usize>();
+    assert_eq!(q.kept_bytes(), kept, "each name once per key, each owner once per entry");
     let mut listed = q.keys();
     listed.sort();
     assert_eq!(listed, keys.iter().cloned().collect::<Vec<_>>());

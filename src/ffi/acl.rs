@@ -1,6 +1,6 @@
-//! The ACL API: the calling user, a user's command and key permissions, `ACL GETUSER`.
+//! The ACL API: the calling user, a user's command, key and channel permissions.
 
-use crate::ffi::rm::{api, rm, CallReply, Ctx, OwnedStr, RStr};
+use crate::ffi::rm::{api, rm, Ctx, OwnedStr, RStr};
 use redis_module::raw;
 use std::ffi::c_int;
 
@@ -10,6 +10,7 @@ pub fn available() -> bool {
         && api!(RedisModule_GetModuleUserFromUserName).is_some()
         && api!(RedisModule_ACLCheckCommandPermissions).is_some()
         && api!(RedisModule_ACLCheckKeyPermissions).is_some()
+        && api!(RedisModule_ACLCheckChannelPermissions).is_some()
         && api!(RedisModule_FreeModuleUser).is_some()
         && api!(RedisModule_GetClientId).is_some()
 }
@@ -27,13 +28,6 @@ pub fn current_user_name(ctx: Ctx) -> Option<OwnedStr> {
 /// The calling client's id (0: none).
 pub fn client_id(ctx: Ctx) -> u64 {
     rm!(RedisModule_GetClientId(ctx) else 0)
-}
-
-/// `ACL GETUSER user`, run from the module.
-pub fn call_getuser(ctx: Ctx, user: RStr) -> Option<CallReply> {
-    CallReply::adopt(
-        rm!(RedisModule_Call(ctx, c"ACL".as_ptr(), c"cs".as_ptr(), c"GETUSER".as_ptr(), user) else std::ptr::null_mut()),
-    )
 }
 
 /// A user whose permissions are checked.
@@ -68,12 +62,32 @@ impl User {
 
     /// May the user write `key` (as SET / INCR / HINCRBY do)?
     pub fn may_write(&self, key: RStr) -> bool {
-        if self.ptr.is_null() {
-            return false;
-        }
         let flags = (raw::REDISMODULE_CMD_KEY_ACCESS
             | raw::REDISMODULE_CMD_KEY_UPDATE
             | raw::REDISMODULE_CMD_KEY_INSERT) as c_int;
+        self.key_permission(key, flags)
+    }
+
+    /// May the user read `key` (as GET does)?
+    pub fn may_read(&self, key: RStr) -> bool {
+        self.key_permission(key, raw::REDISMODULE_CMD_KEY_ACCESS as c_int)
+    }
+
+    /// May the user publish on `channel` (its channel rules, as PUBLISH / SPUBLISH check)?
+    pub fn may_publish(&self, channel: RStr) -> bool {
+        if self.ptr.is_null() {
+            return false;
+        }
+        /// `REDISMODULE_CMD_CHANNEL_PUBLISH` (a macro bindgen does not carry over).
+        const PUBLISH: c_int = 1 << 1;
+        let ok = rm!(RedisModule_ACLCheckChannelPermissions(self.ptr, channel, PUBLISH) else raw::REDISMODULE_ERR as c_int);
+        ok == raw::REDISMODULE_OK as c_int
+    }
+
+    fn key_permission(&self, key: RStr, flags: c_int) -> bool {
+        if self.ptr.is_null() {
+            return false;
+        }
         let ok =
             rm!(RedisModule_ACLCheckKeyPermissions(self.ptr, key, flags) else raw::REDISMODULE_ERR as c_int);
         ok == raw::REDISMODULE_OK as c_int

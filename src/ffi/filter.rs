@@ -2,7 +2,7 @@
 //! command's arguments. The server-internals trick built on it (our own command-name objects)
 //! is described in module/redisson/filter.rs.
 
-use crate::ffi::rm::{self, rm, CallReply, Ctx, RStr};
+use crate::ffi::rm::{self, rm, Ctx, RStr};
 use redis_module::raw;
 use std::ffi::c_int;
 
@@ -64,16 +64,4 @@ pub fn unregister(ctx: Ctx, handle: usize) -> bool {
     let f = handle as *mut raw::RedisModuleCommandFilter;
     rm!(RedisModule_UnregisterCommandFilter(ctx, f) else raw::REDISMODULE_ERR as c_int)
         == raw::REDISMODULE_OK as c_int
-}
-
-/// `COMMAND INFO EVAL EVALSHA`, run from the module.
-pub fn call_command_info_eval(ctx: Ctx) -> Option<CallReply> {
-    CallReply::adopt(rm!(RedisModule_Call(
-        ctx,
-        c"COMMAND".as_ptr(),
-        c"ccc".as_ptr(),
-        c"INFO".as_ptr(),
-        c"EVAL".as_ptr(),
-        c"EVALSHA".as_ptr()
-    ) else std::ptr::null_mut()))
 }

@@ -2,6 +2,7 @@
 
 pub mod acl;
 pub mod blocked;
+pub mod call;
 pub mod command;
 pub mod command_info;
 pub mod configs;

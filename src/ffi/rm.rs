@@ -136,6 +136,14 @@ pub fn millis() -> i64 {
     rm!(RedisModule_Milliseconds() else 0)
 }
 
+/// Whether the server keeps its dataset still now: `CLIENT PAUSE WRITE` or `ALL`, `FAILOVER`,
+/// a cluster manual failover, a shutdown waiting for replicas (`RM_AvoidReplicaTraffic`). No
+/// write may be propagated then (the server asserts it is not: a write made outside a command
+/// aborts it when the AOF is on or a replica is attached), and expired keys are not deleted.
+pub fn dataset_paused() -> bool {
+    rm!(RedisModule_AvoidReplicaTraffic() else 0) != 0
+}
+
 pub fn ctx_flags(ctx: Ctx) -> u32 {
     rm!(RedisModule_GetContextFlags(ctx) else 0) as u32
 }
@@ -447,59 +455,9 @@ pub fn publish(ctx: Ctx, channel: RStr, msg: RStr, sharded: bool) {
     };
 }
 
-/// `CLUSTER NODES`, run from the module.
-pub fn call_cluster_nodes(ctx: Ctx) -> Option<CallReply> {
-    CallReply::adopt(
-        rm!(RedisModule_Call(ctx, c"CLUSTER".as_ptr(), c"c".as_ptr(), c"NODES".as_ptr()) else null_mut()),
-    )
-}
-
-/// `EVAL` / `EVALSHA` with `args` (script or SHA1, numkeys, keys, args), as the calling user
-/// would run it: "!" replicate its effects; "C": ACL of the calling user; "0": its protocol;
-/// "E": errors as replies; "M": OOM rules as for a client (7.2+ lets module calls ignore
-/// them); "v": argv.
-pub fn call_script(ctx: Ctx, evalsha: bool, args: &[RStr]) -> Option<CallReply> {
-    let cmd = if evalsha { c"EVALSHA" } else { c"EVAL" };
-    CallReply::adopt(rm!(RedisModule_Call(
-        ctx,
-        cmd.as_ptr(),
-        c"!C0EMv".as_ptr(),
-        args.as_ptr().cast_mut(),
-        args.len()
-    ) else null_mut()))
-}
-
-/// `SETRANGE key -1 x` in script mode ("S": min-replicas, disk error, read-only replica) with
-/// errors as replies ("E"): an invalid offset, so it never writes, but the server first says
-/// whether it refuses writes now.
-pub fn call_write_probe(ctx: Ctx, key: RStr) -> Option<CallReply> {
-    CallReply::adopt(rm!(RedisModule_Call(
-        ctx,
-        c"SETRANGE".as_ptr(),
-        c"sccSE".as_ptr(),
-        key,
-        c"-1".as_ptr(),
-        c"x".as_ptr()
-    ) else null_mut()))
-}
-
 /// Reply with an array header of `n` elements.
 pub fn reply_array(ctx: Ctx, n: usize) {
     rm!(RedisModule_ReplyWithArray(ctx, n as std::os::raw::c_long) else 0);
-}
-
-/// `MEMORY USAGE key`, run from the module (it reads the keyspace without expiring keys).
-pub fn call_memory_usage(ctx: Ctx, key: RStr) -> Option<CallReply> {
-    CallReply::adopt(
-        rm!(RedisModule_Call(ctx, c"MEMORY".as_ptr(), c"cs".as_ptr(), c"USAGE".as_ptr(), key) else null_mut()),
-    )
-}
-
-/// `GET key`, run from the module.
-pub fn call_get(ctx: Ctx, key: &[u8]) -> Option<CallReply> {
-    CallReply::adopt(
-        rm!(RedisModule_Call(ctx, c"GET".as_ptr(), c"b".as_ptr(), key.as_ptr(), key.len()) else null_mut()),
-    )
 }
 
 pub fn signal_modified(ctx: Ctx, key: RStr) {
@@ -568,63 +526,11 @@ impl OwnedStr {
 impl OwnedStr {
     /// Take ownership of a string the server created for us (freed on drop).
     pub fn adopt(p: RStr) -> Option<OwnedStr> {
-        (!p.is_null()).then_some(OwnedStr(p))
-    }
-}
-
-/// The reply of an `RM_Call`, freed on drop (an element borrowed from an array is not).
-pub struct CallReply {
-    ptr: *mut raw::RedisModuleCallReply,
-    owned: bool,
-}
-
-impl CallReply {
-    /// `RM_Call(ctx, cmd, fmt, args...)` with `fmt` of `c`/`s` arguments and flags.
-    pub fn adopt(ptr: *mut raw::RedisModuleCallReply) -> Option<CallReply> {
-        (!ptr.is_null()).then_some(CallReply { ptr, owned: true })
-    }
-    pub fn kind(&self) -> c_int {
-        rm!(RedisModule_CallReplyType(self.ptr) else 0)
-    }
-    pub fn is_error(&self) -> bool {
-        self.kind() == raw::REDISMODULE_REPLY_ERROR as c_int
-    }
-    /// Reply to the client with this reply, as is.
-    pub fn reply_with(&self, ctx: Ctx) {
-        rm!(RedisModule_ReplyWithCallReply(ctx, self.ptr) else 0);
-    }
-    pub fn is_string(&self) -> bool {
-        self.kind() == raw::REDISMODULE_REPLY_STRING as c_int
-    }
-    pub fn is_integer(&self) -> bool {
-        self.kind() == raw::REDISMODULE_REPLY_INTEGER as c_int
-    }
-    pub fn is_array(&self) -> bool {
-        self.kind() == raw::REDISMODULE_REPLY_ARRAY as c_int
-    }
-    /// The bytes of a string, status or error reply (empty for other types).
-    pub fn bytes(&self) -> &[u8] {
-        let mut len = 0usize;
-        let p = rm!(RedisModule_CallReplyStringPtr(self.ptr, &mut len) else std::ptr::null());
+        // Not `then_some`: it would build (and drop) an `OwnedStr` of the null pointer too.
         if p.is_null() {
-            return &[];
-        }
-        // SAFETY: `len` readable bytes owned by the reply, which outlives the borrow.
-        unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }
-    }
-    pub fn len(&self) -> usize {
-        rm!(RedisModule_CallReplyLength(self.ptr) else 0)
-    }
-    pub fn elem(&self, i: usize) -> Option<CallReply> {
-        let p = rm!(RedisModule_CallReplyArrayElement(self.ptr, i) else null_mut());
-        (!p.is_null()).then_some(CallReply { ptr: p, owned: false })
-    }
-}
-
-impl Drop for CallReply {
-    fn drop(&mut self) {
-        if self.owned {
-            rm!(RedisModule_FreeCallReply(self.ptr) else ());
+            None
+        } else {
+            Some(OwnedStr(p))
         }
     }
 }

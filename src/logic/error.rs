@@ -36,6 +36,9 @@ pub enum Error {
     TokenCrossSlot,
     /// The user may not write the token key.
     TokenDenied,
+    // ---- the release message (module/commands) ----
+    /// The user may not publish on the lock's channel.
+    PublishDenied,
     // ---- waiting (module/wait) ----
     /// A waiter lost the permissions LOCK.ACQUIRE needs while it waited.
     GrantDenied,
@@ -92,6 +95,9 @@ impl Error {
                 "CROSSSLOT the lock's fencing token key would be in another hash slot (the lock name has '{' without a hash tag)"
             }
             TokenDenied => "NOPERM this user has no permissions to write the lock's fencing token key",
+            PublishDenied => {
+                "NOPERM this user has no permissions to publish the lock's release message on its channel"
+            }
             GrantDenied => {
                 "NOPERM this user lost the permissions LOCK.ACQUIRE needs on the lock (or its token key) while waiting"
             }
@@ -148,6 +154,7 @@ mod tests {
             Error::TokenOverflow,
             Error::TokenCrossSlot,
             Error::TokenDenied,
+            Error::PublishDenied,
             Error::GrantDenied,
             Error::SlotMoved,
             Error::NotMaster,

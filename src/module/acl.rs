@@ -8,7 +8,8 @@
 //! is checked. A user with every permission (`ACL GETUSER`: commands `+@all`, keys `~*`,
 //! channels `&*`, no selectors, all databases) is remembered per client, so the default user
 //! pays one table look-up; the table is dropped whenever an `ACL`, `AUTH`, `HELLO`, `RESET` or
-//! `EXEC` passes the command filter, and never filled inside a transaction.
+//! `EXEC` passes the command filter, and neither read nor filled inside a transaction or a
+//! script.
 
 use crate::ffi::acl as ffi_acl;
 pub use crate::ffi::acl::User;
@@ -135,7 +136,8 @@ pub fn changes_permissions(name: &[u8]) -> bool {
 /// `ACL GETUSER <name>`: commands `+@all`, keys `~*`, channels `&*`, no selectors, and (Valkey
 /// 9) databases `alldbs`.
 fn has_every_permission(ctx: Ctx, user: RStr) -> bool {
-    let Some(r) = ffi_acl::call_getuser(ctx, user) else { return false };
+    // Without an answer (ACL renamed or disabled) the user is checked for real on every call.
+    let Ok(r) = crate::ffi::call::acl_getuser(ctx, user) else { return false };
     if !r.is_array() {
         return false;
     }
@@ -194,7 +196,10 @@ pub fn calling_user(ctx: Ctx) -> Option<User> {
     if !available() {
         return None;
     }
-    if !filter_installed() {
+    // Inside MULTI/EXEC or a script, permissions may change between two commands of the same
+    // execution unit (an `ACL SETUSER` queued in the transaction) without the filter seeing it:
+    // no cached answer is used or stored there; the user is checked for real.
+    if !filter_installed() || rm::flag(ctx, crate::ffi::rm::CTX_MULTI | crate::ffi::rm::CTX_LUA) {
         let name = ffi_acl::current_user_name(ctx)?;
         return Some(User::from_name(name));
     }
@@ -212,7 +217,7 @@ pub fn calling_user(ctx: Ctx) -> Option<User> {
         return Some(User::from_name(name)); // restricted, known: check for real
     }
     let all = unrestricted_name(ctx, &name, epoch);
-    if id != 0 && !rm::flag(ctx, crate::ffi::rm::CTX_MULTI) {
+    if id != 0 {
         s.0.store(id, Ordering::Relaxed);
         s.1.store(epoch << 1 | u64::from(all), Ordering::Relaxed);
     }
@@ -253,6 +258,31 @@ pub fn may_write_token(ctx: Ctx, lock: &[u8]) -> Result<(), Error> {
     } else {
         denied();
         Err(Error::TokenDenied)
+    }
+}
+
+/// May the calling user read `key` (LOCK.INFO's token key)?
+pub fn may_read(ctx: Ctx, key: &[u8]) -> bool {
+    let Some(user) = calling_user(ctx) else { return true };
+    let k = OwnedStr::new(key);
+    user.may_read(k.ptr())
+}
+
+/// A LOCK.RELEASE / FORCERELEASE that frees lock `lock` publishes its release message (unless
+/// `lock.publish-mode off`): the calling user must be allowed to publish on that channel, as a
+/// Redisson unlock script's PUBLISH is (checked whether or not the lock is then handed to a
+/// waiter, as for the script). `Err` before anything is written.
+pub fn may_publish_release(ctx: Ctx, lock: &[u8]) -> Result<(), Error> {
+    if crate::registry::config::mode() == crate::registry::config::PublishMode::Off {
+        return Ok(());
+    }
+    let Some(user) = calling_user(ctx) else { return Ok(()) };
+    let channel = OwnedStr::new(&crate::registry::config::channel(lock));
+    if user.may_publish(channel.ptr()) {
+        Ok(())
+    } else {
+        denied();
+        Err(Error::PublishDenied)
     }
 }
 

@@ -3,10 +3,12 @@
 //! Inside a command Redis has already checked that this node serves the key. A timer or event
 //! has no such check: after `MIGRATE` deletes a lock here, granting it to a local waiter would
 //! recreate the key on a node that no longer owns its slot. Before such a grant the module
-//! asks `CLUSTER NODES` whether this node still serves the slot and is not migrating it.
-//! `RM_ClusterKeySlot` is 7.4+, so the slot is computed here (CRC16-XMODEM, hash tags).
+//! asks the server whether it would serve the key to a client now ([`may_grant`]).
+//! `RM_ClusterKeySlot` is 7.4+, so slots (token keys, channels) are computed here (CRC16-XMODEM,
+//! hash tags).
 
-use crate::ffi::rm::Ctx;
+use crate::ffi::call::NotRun;
+use crate::ffi::rm::{Ctx, RStr};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// CRC16-XMODEM, the checksum of Redis Cluster key slots.
@@ -31,32 +33,6 @@ pub fn key_slot(key: &[u8]) -> u16 {
     crc16(tagged.unwrap_or(key)) & 16383
 }
 
-/// Whether the `myself` line of `CLUSTER NODES` serves `slot` and is not moving it.
-pub fn serves_slot(nodes: &str, slot: u16) -> bool {
-    let Some(line) = nodes.lines().find(|l| l.split(' ').nth(2).is_some_and(|f| f.contains("myself"))) else {
-        return false;
-    };
-    let mut mine = false;
-    for tok in line.split(' ').skip(8) {
-        if let Some(inner) = tok.strip_prefix('[') {
-            // [slot->-target] (migrating) or [slot-<-source] (importing)
-            let n = inner.split('-').next().and_then(|s| s.parse::<u16>().ok());
-            if n == Some(slot) {
-                return false;
-            }
-            continue;
-        }
-        let (lo, hi) = match tok.split_once('-') {
-            Some((a, b)) => (a.parse::<u16>().ok(), b.parse::<u16>().ok()),
-            None => (tok.parse::<u16>().ok(), tok.parse::<u16>().ok()),
-        };
-        if let (Some(lo), Some(hi)) = (lo, hi) {
-            mine |= (lo..=hi).contains(&slot);
-        }
-    }
-    mine
-}
-
 static CLUSTER_MODE: AtomicBool = AtomicBool::new(false);
 
 /// Record whether the server runs with `cluster-enabled yes` (fixed for the process's life).
@@ -70,15 +46,28 @@ pub fn enabled() -> bool {
     CLUSTER_MODE.load(Ordering::Relaxed)
 }
 
-/// True outside cluster mode; in cluster mode, whether this node serves `key`'s slot and is
-/// not migrating or importing it.
-pub fn may_grant(ctx: Ctx, key: &[u8]) -> bool {
+/// Whether a grant made outside a command (a timer, an event) may write `key` here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Here {
+    /// Outside cluster mode, or this node serves the key's slot and is not moving it.
+    Yes,
+    /// Another node's slot, or a slot migrating or importing: the waiters must go there.
+    Moved,
+    /// The cluster is down (or the answer is unknown): try again later.
+    Later,
+}
+
+/// Ask the server, as it decides for a client's command on `key` (see `ffi::call::key_is_local`;
+/// it needs no command that a configuration can rename).
+pub fn may_grant(ctx: Ctx, key: RStr) -> Here {
     if !enabled() {
-        return true;
+        return Here::Yes;
     }
-    let Some(reply) = crate::ffi::rm::call_cluster_nodes(ctx) else { return false };
-    let text = reply.bytes();
-    !text.is_empty() && serves_slot(&String::from_utf8_lossy(text), key_slot(key))
+    match crate::ffi::call::key_is_local(ctx, key) {
+        Ok(()) => Here::Yes,
+        Err(NotRun::NotLocal) => Here::Moved,
+        Err(_) => Here::Later,
+    }
 }
 
 #[cfg(test)]
@@ -102,20 +91,5 @@ mod tests {
         }
         assert_eq!(key_slot(b"{}x"), crc16(b"{}x") & 16383, "empty tag hashes the whole key");
         assert_eq!(key_slot(b"a{"), crc16(b"a{") & 16383);
-    }
-
-    #[test]
-    fn nodes_parsing() {
-        let nodes = "\
-aaa 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460 7000 [5461->-bbb] [9000-<-ccc]
-bbb 127.0.0.1:7001@17001 master - 0 0 2 connected 5461-10922
-";
-        assert!(serves_slot(nodes, 0));
-        assert!(serves_slot(nodes, 5460));
-        assert!(serves_slot(nodes, 7000));
-        assert!(!serves_slot(nodes, 5461), "migrating away");
-        assert!(!serves_slot(nodes, 9000), "importing");
-        assert!(!serves_slot(nodes, 10000), "another node's slot");
-        assert!(!serves_slot("garbage", 1));
     }
 }

@@ -67,11 +67,18 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
         state::Acquire::Reenter { new_count } => (new_count, &stats::ACQUIRES_REENTRANT),
         state::Acquire::Contended => {
             stats::ACQUIRES_CONTENDED.inc();
+            // WAIT blocks only on a master (a writable replica answers as without WAIT: its
+            // waiters would never be granted, nothing frees its locks but replication), outside
+            // MULTI and scripts, and within lock.max-waiters / lock.max-waiter-bytes.
+            let flags = rm::ctx_flags(ctx);
             let may_block = a.wait_ms.is_some()
-                && !rm::flag(ctx, crate::ffi::rm::CTX_DENY_BLOCKING)
-                && !rm::flag(ctx, crate::ffi::rm::CTX_MULTI | crate::ffi::rm::CTX_LUA)
-                // Beyond lock.max-waiters / lock.max-waiter-bytes: served as without WAIT.
-                && wait::admit(a.owner);
+                && flags & crate::ffi::rm::CTX_MASTER != 0
+                && flags
+                    & (crate::ffi::rm::CTX_DENY_BLOCKING
+                        | crate::ffi::rm::CTX_MULTI
+                        | crate::ffi::rm::CTX_LUA)
+                    == 0
+                && wait::admit(rm::bytes(&name), a.owner);
             if may_block {
                 let lock_deadline = key.deadline();
                 drop(key);
@@ -119,6 +126,7 @@ fn release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
             rm::reply_int(ctx, 0);
         }
         state::Release::Free => {
+            crate::module::acl::may_publish_release(ctx, rm::bytes(&name))?;
             free_lock(ctx, &key, name, now);
             stats::RELEASES_FULL.inc();
             rm::reply_int(ctx, 1);
@@ -163,6 +171,7 @@ fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
             rm::reply_int(ctx, 0);
         }
         KeyKind::Hash => {
+            crate::module::acl::may_publish_release(ctx, rm::bytes(&name))?;
             free_lock(ctx, &key, name, rm::millis());
             stats::FORCE_RELEASES.inc();
             rm::reply_int(ctx, 1);
@@ -201,7 +210,10 @@ fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     rm::reply_bytes(ctx, b"waiters");
     rm::reply_int(ctx, waiters as i64);
     rm::reply_bytes(ctx, b"token");
-    rm::reply_int(ctx, token);
+    match token {
+        Some(t) => rm::reply_int(ctx, t),
+        None => rm::reply_null(ctx),
+    };
     Ok(())
 }
 

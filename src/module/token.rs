@@ -78,12 +78,30 @@ impl Pending {
     }
 }
 
-/// The last token issued for lock `lock` (LOCK.INFO's `token`), `-1` when there is none.
-/// Read with GET so that a read-only command never converts the stored value.
-pub fn last(ctx: Ctx, lock: &[u8]) -> i64 {
+/// The last token issued for lock `lock` as LOCK.INFO shows it: `Some(-1)` when there is
+/// none, `None` when the calling user may not read the token key (LOCK.INFO then shows nil).
+/// Read with GET so that a read-only command never converts the stored value; where GET is
+/// renamed or disabled, the key is read directly (which may change its internal encoding,
+/// never its value).
+pub fn last(ctx: Ctx, lock: &[u8]) -> Option<i64> {
     let tname = config::token_key(lock);
-    match rm::call_get(ctx, &tname) {
-        Some(reply) if reply.is_string() => fence::parse_stored(reply.bytes()).unwrap_or(-1),
-        _ => -1,
+    // A name whose token key is in another slot never has a token (FENCE refuses it, and
+    // Redisson's fenced scripts get CROSSSLOT): nothing to read on this node.
+    if crate::module::cluster::enabled()
+        && crate::module::cluster::key_slot(&tname) != crate::module::cluster::key_slot(lock)
+    {
+        return Some(-1);
     }
+    if !crate::module::acl::may_read(ctx, &tname) {
+        return None;
+    }
+    let stored = match crate::ffi::call::get(ctx, &tname) {
+        Ok(reply) if reply.is_string() => fence::parse_stored(reply.bytes()).ok(),
+        Ok(_) => None,
+        Err(_) => {
+            let name = OwnedStr::new(&tname);
+            Key::read(ctx, name.ptr()).string_get(fence::parse_stored).and_then(Result::ok)
+        }
+    };
+    Some(stored.unwrap_or(-1))
 }

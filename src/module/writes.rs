@@ -8,9 +8,10 @@
 //!
 //! The question is put to the server itself: `RM_Call` in script mode (`S`, which applies the
 //! same min-replicas / disk-error / read-only-replica rules as a script's write) of
-//! `SETRANGE <key> -1 x`, a write command that fails on its offset before touching anything.
-//! `ERR offset is out of range` means writes are accepted; any other error is the refusal, with
-//! the server's own text. The answer is kept until a server event that can change it (cron,
+//! `SETRANGE <key> -1 x`, a write command that fails on its offset before touching anything
+//! (`LOCK.RENEW <key> probe x` where SETRANGE is renamed or disabled: see `ffi::call`).
+//! An error of another class than the refusals below means writes are accepted; a refusal is
+//! returned with the server's own text. The answer is kept until a server event that can change it (cron,
 //! CONFIG SET, replica connected or gone, master link, persistence, loading, role change).
 
 use crate::ffi::rm::{self, Ctx, RStr};
@@ -50,11 +51,16 @@ pub fn refused(ctx: Ctx, key: RStr) -> Option<String> {
     answer
 }
 
-/// The refusal, also counting `maxmemory`: for grants, which add data. Only with the
-/// `noeviction` policy: with any other policy the server evicts to make room before its next
-/// command, and a grant made from a timer (no command to evict before) would otherwise wait
-/// for traffic that may never come.
+/// The refusal for grants, which may be made outside any command (a timer, an event): also
+/// while the server keeps its dataset still (`CLIENT PAUSE WRITE/ALL`, `FAILOVER`, a cluster
+/// manual failover), which only pauses clients' commands, and under `maxmemory`, as grants add
+/// data. OOM only with the `noeviction` policy: with any other policy the server evicts to make
+/// room before its next command, and a grant made from a timer (no command to evict before)
+/// would otherwise wait for traffic that may never come.
 pub fn refused_or_oom(ctx: Ctx, key: RStr) -> Option<String> {
+    if rm::dataset_paused() {
+        return Some(PAUSED.to_string());
+    }
     let flags = rm::ctx_flags(ctx);
     if flags & crate::ffi::rm::CTX_OOM != 0 && flags & crate::ffi::rm::CTX_EVICT == 0 {
         return Some(crate::logic::error::Error::Oom.reply().into_owned());
@@ -66,8 +72,11 @@ pub fn refused_or_oom(ctx: Ctx, key: RStr) -> Option<String> {
 /// `ERR offset is out of range`, or a cluster redirect of the probe, means it does not).
 const REFUSALS: [&str; 5] = ["NOREPLICAS", "MISCONF", "READONLY", "OOM", "MASTERDOWN"];
 
+/// Why a grant is put off while the server pauses writes (counted, never replied).
+const PAUSED: &str = "PAUSED the server pauses writes";
+
 fn probe(ctx: Ctx, key: RStr) -> Option<String> {
-    let r = rm::call_write_probe(ctx, key)?;
+    let r = crate::ffi::call::write_probe(ctx, key).ok()?;
     if !r.is_error() {
         return None; // cannot happen (the offset is invalid); writes are accepted
     }

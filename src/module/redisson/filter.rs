@@ -54,13 +54,17 @@ static NAMES: LazyLock<Vec<[usize; 2]>> =
 /// `rename-command EVALSHA ""` (or renamed to another name) the name is unknown to the server,
 /// and the filter must not revive it. Read with `COMMAND INFO` at load (renames are only
 /// possible in the config file, before any module loads; a CONFIG SET apply callback has no
-/// client to `RM_Call` with on 7.0). Bit 7: read.
+/// client to `RM_Call` with on 7.0), or, where COMMAND is renamed too, by running EVAL and
+/// EVALSHA with an argument they reject before doing anything. Bit 7: read.
 static RESOLVED: AtomicU8 = AtomicU8::new(0);
 
 fn read_resolved(ctx: Ctx) -> u8 {
-    let Some(r) = hook::call_command_info_eval(ctx) else { return 0 };
-    let known = |i: usize| r.elem(i).is_some_and(|e| e.is_array());
-    u8::from(known(0)) | (u8::from(known(1)) << 1)
+    let known: [bool; 2] = match crate::ffi::call::command_info_eval(ctx) {
+        Ok(r) => [0, 1].map(|i| r.elem(i).is_some_and(|e| e.is_array())),
+        // COMMAND itself renamed or disabled: ask EVAL and EVALSHA themselves.
+        Err(_) => [false, true].map(|evalsha| crate::ffi::call::runs_eval(ctx, evalsha)),
+    };
+    u8::from(known[0]) | (u8::from(known[1]) << 1)
 }
 
 /// Whether the server runs EVAL (`evalsha` false) or EVALSHA under that name.

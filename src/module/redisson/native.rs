@@ -140,7 +140,7 @@ fn lua(ctx: Ctx, kind: Option<Kind>, evalsha: bool, strs: &[RStr]) -> Result<(),
     if let Some(k) = kind {
         stats::redisson_lua(k);
     }
-    let Some(reply) = rm::call_script(ctx, evalsha, strs) else { return Err(Error::LuaFailed) };
+    let Ok(reply) = crate::ffi::call::script(ctx, evalsha, strs) else { return Err(Error::LuaFailed) };
     reply.reply_with(ctx);
     Ok(())
 }

@@ -15,13 +15,14 @@ use crate::logic::error::Error;
 use crate::logic::grant::{self, Gate, Head, Holder, Step};
 use crate::logic::queue::{KeyId, WaitQueues, Waiter};
 use crate::logic::timing;
+use crate::module::cluster::Here;
 use crate::module::effects;
 use crate::module::token;
 use crate::registry::stats;
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{LazyLock, Mutex, TryLockError};
+use std::sync::{Arc, LazyLock, Mutex, TryLockError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(Default)]
@@ -75,21 +76,25 @@ fn with<R>(f: impl FnOnce(&mut Shared) -> R) -> R {
     }
     WAITERS.store(g.q.clients(), Ordering::Relaxed);
     TURNS.store(g.q.turns(), Ordering::Relaxed);
-    BYTES.store(g.q.owner_bytes(), Ordering::Relaxed);
+    BYTES.store(g.q.kept_bytes(), Ordering::Relaxed);
     KEYS.store(g.q.key_count(), Ordering::Relaxed);
     r
 }
 
-/// Whether `lock.max-waiter-bytes` lets an owner id of `len` bytes be kept.
-fn owner_fits(len: usize) -> bool {
-    i64::try_from(len).is_ok_and(|n| n <= crate::registry::config::MAX_WAITER_BYTES.get())
+/// Whether `lock.max-waiter-bytes` lets an entry for lock `name` and owner id `owner` be kept:
+/// the bytes one waiter or turn may make the module keep (its owner id, and the name, which is
+/// kept once per key).
+fn fits(name: &[u8], owner: &[u8]) -> bool {
+    i64::try_from(name.len().saturating_add(owner.len()))
+        .is_ok_and(|n| n <= crate::registry::config::MAX_WAITER_BYTES.get())
 }
 
-/// May a client with this owner id block now (`lock.max-waiters`, `lock.max-waiter-bytes`)?
-/// When not, counted in `waits_refused`; the caller serves the request as without WAIT.
-pub fn admit(owner: &[u8]) -> bool {
+/// May a client with this owner id block on lock `name` now (`lock.max-waiters`,
+/// `lock.max-waiter-bytes`)? When not, counted in `waits_refused`; the caller serves the
+/// request as without WAIT.
+pub fn admit(name: &[u8], owner: &[u8]) -> bool {
     let waiters = i64::try_from(WAITERS.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
-    let ok = waiters < crate::registry::config::MAX_WAITERS.get() && owner_fits(owner.len());
+    let ok = waiters < crate::registry::config::MAX_WAITERS.get() && fits(name, owner);
     if !ok {
         stats::WAITS_REFUSED.inc();
     }
@@ -207,8 +212,8 @@ pub fn block(
     watch_keyspace(ctx);
     let key: KeyId = (rm::selected_db(ctx), rm::bytes(&name).to_vec());
     let waiter = Waiter {
-        key: key.clone(),
-        owner: req.owner.to_vec(),
+        key: Arc::new(key.clone()),
+        owner: Arc::from(req.owner),
         lease_ms: req.lease_ms,
         fence: req.fence,
         deadline: wait_deadline,
@@ -286,7 +291,7 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
                 continue;
             }
             Step::GiveTurn { until } => {
-                with(|s| s.q.set_reservation(&kid, Some((w.owner, until))));
+                with(|s| s.q.set_reservation(&kid, Some((w.owner.to_vec(), until))));
                 stats::TURNS_GIVEN.inc();
                 arm_expiry(ctx, &kid, Some(until), now);
                 if !handoff {
@@ -323,7 +328,7 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
         } else {
             stats::GRANTS_AFTER_FREE.inc();
         }
-        holder = Some((w.owner, count));
+        holder = Some((w.owner.to_vec(), count));
     }
     if holder.is_some() {
         arm_expiry(ctx, &kid, key.deadline(), now);
@@ -370,15 +375,15 @@ pub fn queue_turn(ctx: Ctx, name: RStr, owner: &[u8], pttl: i64, now: i64) {
         }
         // Beyond the bounds the acquire is served as without the module: no turn.
         let turns = i64::try_from(s.q.turns()).unwrap_or(i64::MAX);
-        if turns >= crate::registry::config::MAX_SCRIPT_TURNS.get() || !owner_fits(owner.len()) {
+        if turns >= crate::registry::config::MAX_SCRIPT_TURNS.get() || !fits(&kid.1, owner) {
             if s.q.clients_on(&kid) != 0 {
                 stats::TURNS_REFUSED.inc();
             }
             return;
         }
         let entry = Waiter {
-            key: kid.clone(),
-            owner: owner.to_vec(),
+            key: Arc::new(kid.clone()),
+            owner: Arc::from(owner),
             lease_ms: 0,
             fence: false,
             deadline: None,
@@ -411,28 +416,20 @@ fn check_key(ctx: Ctx, kid: &KeyId, now: i64) {
     let name = OwnedStr::new(&kid.1);
     let key = Key::write(ctx, name.ptr());
     match key.kind() {
-        // An expired key that Redis did not delete (clients are paused, CLIENT PAUSE / FAILOVER)
-        // opens as empty but is still in the keyspace: writing it would make Redis add a key
-        // that exists (an assertion, the server dies) and would write during a pause. Try later.
-        // (The slot check comes first: in a cluster, MEMORY USAGE is only answered for keys
-        // this node serves.)
-        KeyKind::Empty if !crate::module::cluster::may_grant(ctx, &kid.1) => {
-            fail_all(ctx, kid, Error::SlotMoved)
-        }
-        KeyKind::Empty if physically_present(ctx, name.ptr()) => {
-            drop(key);
-            schedule_checks_in(ctx, RETRY_MS, |_| vec![kid.clone()]);
-        }
-        KeyKind::Empty => {
-            grant_head(ctx, &key, name.ptr(), now, false);
-        }
+        // A free lock: grant it, if this node still serves it (cluster). While the server
+        // keeps its dataset still (CLIENT PAUSE, FAILOVER), an expired key is not deleted and
+        // opens as empty; `grant_head` puts the grant off until the pause ends.
+        KeyKind::Empty => match crate::module::cluster::may_grant(ctx, name.ptr()) {
+            Here::Moved => fail_all(ctx, kid, Error::SlotMoved),
+            Here::Later => defer_grant(ctx, kid.clone()),
+            Here::Yes => {
+                grant_head(ctx, &key, name.ptr(), now, false);
+            }
+        },
         KeyKind::Hash => arm_expiry(ctx, kid, key.deadline(), now),
         KeyKind::Other => fail_all(ctx, kid, Error::WrongType),
     }
 }
-
-/// How long to wait before looking again at a key that could not be served yet.
-const RETRY_MS: i64 = 10;
 
 /// How long a grant put off by a write refusal waits before it is tried again.
 const GRANT_RETRY_MS: i64 = 50;
@@ -453,13 +450,6 @@ fn on_defer_timer(ctx: Ctx) {
     on_check_timer(ctx);
 }
 
-/// Whether `name` is in the keyspace at all, even logically expired. `MEMORY USAGE` reads the
-/// keyspace directly, without the expiry logic of a normal lookup.
-fn physically_present(ctx: Ctx, name: RStr) -> bool {
-    // No reply: cannot tell, so do not write.
-    rm::call_memory_usage(ctx, name).is_none_or(|reply| reply.is_integer())
-}
-
 /// Re-examine `keys` in the next event-loop iteration (one shared 0 ms timer).
 fn schedule_checks(ctx: Ctx, keys: impl FnOnce(&Shared) -> Vec<KeyId>) {
     let arm = with(|s| {
@@ -472,15 +462,6 @@ fn schedule_checks(ctx: Ctx, keys: impl FnOnce(&Shared) -> Vec<KeyId>) {
     if arm {
         timers::after(ctx, 0, on_check_timer);
     }
-}
-
-/// Re-examine `keys` after `delay_ms`.
-fn schedule_checks_in(ctx: Ctx, delay_ms: i64, keys: impl FnOnce(&Shared) -> Vec<KeyId>) {
-    with(|s| {
-        let ks = keys(s);
-        s.pending.extend(ks);
-    });
-    timers::after(ctx, delay_ms, on_check_timer);
 }
 
 /// Run `f`, logging instead of unwinding into Redis.
