@@ -247,6 +247,11 @@ fn violations(root: &Path) -> Vec<String> {
         if layer(&s.module) == "logic" && raw {
             v.push(format!("{}: logic/ holds unsafe or raw API", s.rel));
         }
+        // Every server command the module runs goes through ffi/call.rs, which checks the reply
+        // for NULL (a renamed command, a key of another slot) before anything touches it.
+        if s.rel != "ffi/call.rs" && code_lines(&s.code).any(|l| l.contains("RedisModule_Call(")) {
+            v.push(format!("{}: RM_Call outside ffi/call.rs", s.rel));
+        }
     }
     if let Some(c) = find_cycle(&g) {
         v.push(format!("import cycle: {}", c.join(" -> ")));
@@ -263,7 +268,7 @@ fn layout_holds() {
 /// The checks can fail: copies of src/ with one violation injected each are caught.
 #[test]
 fn injected_violations_are_caught() {
-    let cases: [(&str, &str, &str); 4] = [
+    let cases: [(&str, &str, &str); 5] = [
         // A cycle: stats (imported by wait) importing wait.
         ("registry/stats.rs", "\npub fn _x() { crate::module::wait::reset(); }\n", "import cycle"),
         ("logic/args.rs", "\nuse redis_module::raw;\n", "logic/ imports redis_module"),
@@ -272,6 +277,11 @@ fn injected_violations_are_caught() {
             "logic/queue.rs",
             "\npub fn _y() { unsafe { std::hint::unreachable_unchecked() } }\n",
             "outside src/ffi",
+        ),
+        (
+            "ffi/rm.rs",
+            "\npub fn _z(c: Ctx) { rm!(RedisModule_Call(c, c\"GET\".as_ptr(), c\"\".as_ptr()) else null_mut()); }\n",
+            "RM_Call outside ffi/call.rs",
         ),
     ];
     for (file, injected, expect) in cases {
