@@ -555,3 +555,25 @@ fn same_owner_waiters_granted_together_share_one_token() {
     assert_eq!(stored(&mut c, "g"), Some(ta));
     assert_eq!(stat(&mut rc, "tokens_issued"), issued + 1, "one token for the two holds");
 }
+
+/// A lock held by another owner with no TTL (after PERSIST) gives `[-1, -1]`: its first element
+/// is the PTTL (-1: no TTL), not "acquired". A token is never -1 (tokens start at 1), so the
+/// second element tells: -1 means not acquired (docs/fencing.md). Nothing is written, and the
+/// Python client reports it as not acquired (clients/python tests).
+#[test]
+fn a_lock_without_ttl_replies_minus_one_twice_and_issues_nothing() {
+    let s = Server::start();
+    let mut c = Conn::new(s.port);
+    let t = granted(&fenced(&mut c, "k", "a", 60_000));
+    assert_eq!(cmd!(c, "PERSIST", "k"), R::Int(1));
+    let issued = info_int(&mut s.conn(), "lock", "lock_tokens_issued");
+    let r = fenced(&mut c, "k", "b", 60_000);
+    assert_eq!(r, R::Arr(vec![R::Int(-1), R::Int(-1)]), "held without a TTL");
+    assert_eq!(refused(&r), -1);
+    assert_eq!(stored(&mut c, "k"), Some(t), "no token written");
+    assert_eq!(info_int(&mut s.conn(), "lock", "lock_tokens_issued"), issued);
+    assert_eq!(cmd!(c, "HGETALL", "k"), R::Arr(vec![R::Bulk(b"a".to_vec()), R::Bulk(b"1".to_vec())]));
+    // The same with WAIT that times out: the reply after the wait has the same shape.
+    let r = cmd!(c, "LOCK.ACQUIRE", "k", "b", 60_000, "WAIT", 50, "FENCE");
+    assert_eq!(r, R::Arr(vec![R::Int(-1), R::Int(-1)]));
+}

@@ -453,3 +453,132 @@ fn disabled_evalsha_stays_disabled_when_native_is_switched_on_later() {
     assert_eq!(call(&mut c, &["EVAL", &body, "1", "k", "30000", "o"]), R::Nil);
     assert_eq!(lock_info(&mut s.conn())["redisson_acquire_native"], "1");
 }
+
+/// Permissions changed inside MULTI/EXEC take effect for every later native script: the
+/// per-user cache is neither read nor filled inside the transaction (an acquire queued before
+/// the `ACL SETUSER` filled it with the old, unrestricted answer, and every default-user
+/// client then kept running acquires that Lua refuses). The same sequence on a `lua` server is
+/// the baseline.
+#[test]
+fn acl_changes_inside_multi_are_seen_by_later_native_scripts() {
+    let acquire = |key: &str| scripts_argv("acquire", &[key], &["30000", "o"]);
+    let mut replies = Vec::new();
+    for opts in [native_opts(), Opts::default()] {
+        let s = Server::start_opts(opts);
+        let mut c = Conn::new(s.port);
+        load_all(&mut c);
+        assert_eq!(call(&mut c, &["MULTI"]), R::Simple("OK".into()));
+        assert_eq!(c.call(&acquire("k1")), R::Simple("QUEUED".into()));
+        let r = call(&mut c, &["ACL", "SETUSER", "default", "-hincrby", "-pexpire"]);
+        assert_eq!(r, R::Simple("QUEUED".into()));
+        assert_eq!(c.call(&acquire("k2")), R::Simple("QUEUED".into()));
+        let exec = call(&mut c, &["EXEC"]);
+        // After EXEC, on this connection and on a new one.
+        let same_conn = c.call(&acquire("k3"));
+        let mut other = Conn::new(s.port);
+        let new_conn = other.call(&acquire("k4"));
+        let keys = snapshot(&mut other);
+        replies.push((exec, same_conn, new_conn, keys));
+    }
+    let (native, lua) = (&replies[0], &replies[1]);
+    let exec_classes = |r: &R| r.arr().iter().map(class).collect::<Vec<_>>();
+    assert_eq!(exec_classes(&native.0), exec_classes(&lua.0), "inside EXEC: {:?} vs {:?}", native.0, lua.0);
+    for (what, n, l) in [("same connection", &native.1, &lua.1), ("new connection", &native.2, &lua.2)] {
+        assert!(l.is_err(), "Lua refuses after the change ({what}): {l:?}");
+        assert_eq!(class(n), class(l), "{what}: native {n:?}, Lua {l:?}");
+    }
+    assert!(
+        !native.3.contains_key(&b"k3"[..]) && !native.3.contains_key(&b"k4"[..]),
+        "{:?}",
+        native.3.keys()
+    );
+}
+
+/// LOCK.INFO shows the fencing token only to users who may read the token key (others get nil
+/// for `token`, the rest of the reply unchanged).
+#[test]
+fn lock_info_shows_the_token_only_to_readers_of_the_token_key() {
+    let s = Server::start();
+    let mut admin = Conn::new(s.port);
+    let r = call(&mut admin, &["LOCK.ACQUIRE", "app:x", "o", "60000", "FENCE"]);
+    let token = r.arr()[1].int();
+    let ok = R::Simple("OK".into());
+    let u = ["ACL", "SETUSER", "app", "on", "nopass", "-@all", "+lock.acquire", "+lock.info", "~app:*"];
+    assert_eq!(call(&mut admin, &u), ok);
+    let r = [
+        "ACL",
+        "SETUSER",
+        "reader",
+        "on",
+        "nopass",
+        "-@all",
+        "+lock.info",
+        "~app:*",
+        "%R~redisson_lock_token:*",
+    ];
+    assert_eq!(call(&mut admin, &r), ok);
+    let token_of = |c: &mut Conn| {
+        let info = call(c, &["LOCK.INFO", "app:x"]);
+        let pairs = info.arr().chunks(2).map(|p| (p[0].str(), p[1].clone())).collect::<Vec<_>>();
+        assert!(pairs.iter().any(|(k, v)| k == "pttl" && v.int() > 0), "{info:?}");
+        pairs.into_iter().find(|(k, _)| k == "token").map(|(_, v)| v).expect("a token field")
+    };
+    assert_eq!(token_of(&mut admin), R::Int(token));
+    assert_eq!(token_of(&mut login(s.port, "reader")), R::Int(token));
+    let mut app = login(s.port, "app");
+    assert_eq!(
+        call(&mut app, &["GET", "redisson_lock_token:{app:x}"]).err().split(' ').next(),
+        Some("NOPERM")
+    );
+    assert_eq!(token_of(&mut app), R::Nil, "the token is not shown to a user who may not read it");
+}
+
+/// A LOCK.RELEASE or FORCERELEASE that frees the lock publishes its release message: the user
+/// must be allowed that channel, as a Redisson unlock script's PUBLISH is (NOPERM, nothing
+/// changed). A partial release publishes nothing and needs no channel; `lock.publish-mode off`
+/// publishes nothing either.
+#[test]
+fn releases_follow_the_users_channel_permissions() {
+    let s = Server::start();
+    let mut admin = Conn::new(s.port);
+    let ok = R::Simple("OK".into());
+    for (user, chans) in [("nochan", "resetchannels"), ("chan", "&redisson_lock__channel:*")] {
+        let u = ["ACL", "SETUSER", user, "on", "nopass", "+@all", "~app:*", "resetchannels", chans];
+        assert_eq!(call(&mut admin, &u), ok);
+    }
+    let mut sub = Sub::new(s.port, "SUBSCRIBE", &[a("redisson_lock__channel:{app:r}")]);
+    let mut no = login(s.port, "nochan");
+    assert_eq!(call(&mut no, &["LOCK.ACQUIRE", "app:r", "o", "60000"]), R::Nil);
+    assert_eq!(call(&mut no, &["LOCK.ACQUIRE", "app:r", "o", "60000"]), R::Nil);
+    assert_eq!(
+        call(&mut no, &["LOCK.RELEASE", "app:r", "o"]),
+        R::Int(0),
+        "a partial release publishes nothing"
+    );
+    let before = snapshot(&mut admin);
+    for cmd in [&["LOCK.RELEASE", "app:r", "o"][..], &["LOCK.FORCERELEASE", "app:r"][..]] {
+        let r = call(&mut no, cmd);
+        assert_eq!(class(&r).as_deref(), Some("NOPERM"), "{cmd:?}: {r:?}");
+    }
+    assert_eq!(snapshot(&mut admin), before, "a refused release changes nothing");
+    // A waiter would have been handed the lock: refused all the same (as the script is).
+    let mut w = Conn::new(s.port);
+    w.send(&[a("LOCK.ACQUIRE"), a("app:r"), a("w"), a("60000"), a("WAIT"), a("0")]);
+    let queued = wait_for(Duration::from_secs(5), || {
+        (info_int_conn(&mut admin, "lock", "lock_waiters") == 1).then_some(())
+    });
+    assert!(queued.is_some());
+    assert_eq!(class(&call(&mut no, &["LOCK.RELEASE", "app:r", "o"])).as_deref(), Some("NOPERM"));
+    assert_eq!(call(&mut admin, &["HGET", "app:r", "o"]), R::Bulk(a("1")));
+    // With the channel: released, handed to the waiter.
+    let mut yes = login(s.port, "chan");
+    assert_eq!(call(&mut yes, &["LOCK.RELEASE", "app:r", "o"]), R::Int(1));
+    assert_eq!(w.read().expect("handed over"), R::Nil);
+    assert_eq!(call(&mut yes, &["LOCK.FORCERELEASE", "app:r"]), R::Int(1));
+    let msgs = sub.until_marker(&mut admin, "PUBLISH", b"redisson_lock__channel:{app:r}");
+    assert_eq!(msgs.len(), 1, "one release message, from the force release: {msgs:?}");
+    // publish-mode off: nothing to publish, nothing to check.
+    assert_eq!(call(&mut admin, &["CONFIG", "SET", "lock.publish-mode", "off"]), ok);
+    assert_eq!(call(&mut no, &["LOCK.ACQUIRE", "app:r", "o", "60000"]), R::Nil);
+    assert_eq!(call(&mut no, &["LOCK.RELEASE", "app:r", "o"]), R::Int(1));
+}
