@@ -144,6 +144,15 @@ pub fn dataset_paused() -> bool {
     rm!(RedisModule_AvoidReplicaTraffic() else 0) != 0
 }
 
+/// Whether the memory `maxmemory` counts is above it (what the OOM context flag says), without
+/// `RM_GetContextFlags`: both come from the server's `getMaxmemoryState`.
+pub fn over_maxmemory() -> bool {
+    rm!(RedisModule_GetUsedMemoryRatio() else 0.0) > 1.0
+}
+
+/// `RM_GetContextFlags`. Not for a hot path: on Redis 8.2 with `enable-debug-command local` it
+/// formats the client's peer address (to say whether DEBUG is allowed) on every call, about
+/// 1 800 instructions.
 pub fn ctx_flags(ctx: Ctx) -> u32 {
     rm!(RedisModule_GetContextFlags(ctx) else 0) as u32
 }

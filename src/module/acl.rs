@@ -8,8 +8,7 @@
 //! is checked. A user with every permission (`ACL GETUSER`: commands `+@all`, keys `~*`,
 //! channels `&*`, no selectors, all databases) is remembered per client, so the default user
 //! pays one table look-up; the table is dropped whenever an `ACL`, `AUTH`, `HELLO`, `RESET` or
-//! `EXEC` passes the command filter, and neither read nor filled inside a transaction or a
-//! script.
+//! `EXEC` passes the command filter, and never filled inside a transaction or a script.
 
 use crate::ffi::acl as ffi_acl;
 pub use crate::ffi::acl::User;
@@ -196,10 +195,7 @@ pub fn calling_user(ctx: Ctx) -> Option<User> {
     if !available() {
         return None;
     }
-    // Inside MULTI/EXEC or a script, permissions may change between two commands of the same
-    // execution unit (an `ACL SETUSER` queued in the transaction) without the filter seeing it:
-    // no cached answer is used or stored there; the user is checked for real.
-    if !filter_installed() || rm::flag(ctx, crate::ffi::rm::CTX_MULTI | crate::ffi::rm::CTX_LUA) {
+    if !filter_installed() {
         let name = ffi_acl::current_user_name(ctx)?;
         return Some(User::from_name(name));
     }
@@ -213,8 +209,14 @@ pub fn calling_user(ctx: Ctx) -> Option<User> {
         return None;
     }
     let name = ffi_acl::current_user_name(ctx)?;
-    if known.is_some() {
-        return Some(User::from_name(name)); // restricted, known: check for real
+    // Inside MULTI/EXEC or a script, permissions may change between two commands of the same
+    // execution unit (an `ACL SETUSER` queued in the transaction, which the filter saw before
+    // EXEC invalidated the cache) without the filter seeing it again: nothing is cached there,
+    // and the user is checked for real. (A cached answer read there is safe: EXEC invalidated
+    // everything before the transaction ran, and nothing is filled inside it. The context flags
+    // are read only here, off the cached path: see `rm::ctx_flags`.)
+    if known.is_some() || rm::flag(ctx, crate::ffi::rm::CTX_MULTI | crate::ffi::rm::CTX_LUA) {
+        return Some(User::from_name(name)); // restricted, known, or inside a transaction
     }
     let all = unrestricted_name(ctx, &name, epoch);
     if id != 0 {

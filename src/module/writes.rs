@@ -30,6 +30,23 @@ pub fn invalidate() {
     EPOCH.fetch_add(1, Ordering::Relaxed);
 }
 
+/// (epoch, whether this server is a read-only replica) as last read.
+static READONLY: AtomicU64 = AtomicU64::new(0);
+
+/// Whether this server is a read-only replica, read from the context flags once per epoch
+/// (they cost more than a native script on some servers, see `rm::ctx_flags`). A role change
+/// bumps the epoch (wait.rs), as do CONFIG SET and the cron loop.
+pub fn readonly_replica(ctx: Ctx) -> bool {
+    let epoch = EPOCH.load(Ordering::Relaxed);
+    let seen = READONLY.load(Ordering::Relaxed);
+    if seen >> 1 == epoch {
+        return seen & 1 == 1;
+    }
+    let ro = rm::flag(ctx, crate::ffi::rm::CTX_READONLY);
+    READONLY.store(epoch << 1 | u64::from(ro), Ordering::Relaxed);
+    ro
+}
+
 /// The error a client write would get now (`NOREPLICAS ...`, `MISCONF ...`, `READONLY ...`),
 /// or `None` when writes are accepted. `key` is used for the probe (nothing is written).
 pub fn refused(ctx: Ctx, key: RStr) -> Option<String> {

@@ -95,8 +95,7 @@ fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]])
     let Ok(call) = redisson::parse(kind, rest) else {
         return lua(ctx, Some(kind), evalsha, strs);
     };
-    let flags = rm::ctx_flags(ctx);
-    if flags & (crate::ffi::rm::CTX_READONLY | crate::ffi::rm::CTX_OOM) != 0 {
+    if crate::module::writes::readonly_replica(ctx) || rm::over_maxmemory() {
         return lua(ctx, Some(kind), evalsha, strs);
     }
     let numkeys =

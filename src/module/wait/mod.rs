@@ -625,6 +625,8 @@ events::callback!(on_role_change, role_change, with_sub);
 
 /// Becoming a replica ends every wait with an error.
 fn role_change(ctx: Ctx, sub: u64) {
+    // Whether writes are refused (and the server is a read-only replica) changed.
+    crate::module::writes::invalidate();
     if sub != events::NOW_REPLICA {
         return;
     }
