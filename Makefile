@@ -19,7 +19,7 @@ PY := $(CURDIR)/$(PY_VENV)/bin
 PY_OLD_REDIS := 5.0.8
 PY_OLD := $(CURDIR)/target/py-venv-old/bin
 
-.PHONY: help deps build run test test-matrix audit profile lint fmt bench chaos safety test-safety fuzz valgrind clean python-venv test-python lint-python bench-python
+.PHONY: help deps build run test test-matrix audit profile lint fmt bench bench-matrix chaos safety test-safety fuzz valgrind clean python-venv test-python lint-python bench-python
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -65,7 +65,7 @@ audit: deps ## the security tests (ACL, write refusals, stalls, limits, reload) 
 	@status=0; for dir in "" $(AUDIT_SERVERS); do \
 		echo "=== $${dir:-system}: $$(PATH="$$dir:$$PATH" redis-server --version | head -1)"; \
 		PATH="$$dir:$$PATH" $(CARGO) test --test security_acl --test security_writes --test security_limits \
-			--test acl_categories --test fence 2>&1 | grep -E '^test result|FAILED|panicked' || true; \
+			--test security_calls --test security_pause --test acl_categories --test fence 2>&1 | grep -E '^test result|FAILED|panicked' || true; \
 		test $${PIPESTATUS[0]} -eq 0 || status=1; \
 	done; exit $$status
 
@@ -107,6 +107,10 @@ fmt:
 bench: build ## benchmarks: native vs Lua vs plain Redis, WAIT vs pub/sub vs polling, Redisson scripts, Python client
 	$(CARGO) run --release --manifest-path bench/Cargo.toml --bin lock-bench -- --module $(CURDIR)/$(MODULE) --out bench-results
 	$(MAKE) --no-print-directory bench-python
+
+BENCH_SERVERS ?= $(wildcard ../shared/servers/*/)
+bench-matrix: build ## Redisson's scripts native vs Lua on the system server and each BENCH_SERVERS dir, enable-debug-command no and local; bench-results/matrix/summary.md
+	bash scripts/bench_matrix.sh $(CURDIR)/$(MODULE) bench-results/matrix $(BENCH_SERVERS)
 
 bench-python: build python-venv ## the Python client: contention (N processes) and per-call overhead
 	LOCK_MODULE=$(CURDIR)/$(MODULE) $(PY)/python clients/python/bench/contention.py --out bench-results/python.md

@@ -395,7 +395,8 @@ fn fairness(port: u16, mode: &str, secs: u64) -> Fairness {
     Fairness { mode: mode.into(), jain: jain(&all), wait_grants, script_grants }
 }
 
-pub fn run(port: u16, redis_bin: &str, module: &Path, quick: bool) -> Report {
+/// `full`: also the SET, callgrind and fairness phases (not only native vs Lua per script).
+pub fn run(port: u16, redis_bin: &str, module: &Path, quick: bool, full: bool) -> Report {
     let mut con = conn(port);
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
@@ -409,6 +410,10 @@ pub fn run(port: u16, redis_bin: &str, module: &Path, quick: bool) -> Report {
     let mut report = Report::default();
     eprintln!("[redisson] EVALSHA in Lua vs native");
     script_phases(&mut con, quick, &mut report);
+    if !full {
+        set_mode(&mut con, "lua");
+        return report;
+    }
     eprintln!("[redisson] SET with the filter off and on");
     set_phases(&mut con, quick, &mut report);
     eprintln!("[redisson] callgrind: instructions per SET, filter off and on");

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Redisson's scripts natively vs in Lua on every server and with `enable-debug-command` off and
+# `local` (on Redis 8.2 a module asking RM_GetContextFlags with `local` pays ~1 800 instructions
+# a call): `scripts/bench_matrix.sh MODULE OUT DIR...`. DIR "" is the system's redis-server; each
+# other DIR holds a `redis-server` that goes first on PATH. Writes OUT/<server>-<config>/results.json
+# and OUT/summary.md (throughput and server µs ratios per server, config and script).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 2 ] || { echo "usage: $0 MODULE OUT [DIR...]" >&2; exit 2; }
+module=$1 out=$2
+shift 2
+dirs=("" "$@")
+status=0
+for dir in "${dirs[@]}"; do
+	name=system
+	[ -n "$dir" ] && name=$(basename "$(cd "$dir" && pwd)")
+	for config in no local; do
+		echo "=== $name, enable-debug-command $config" >&2
+		PATH="${dir:+$dir:}$PATH" cargo run -q --release --manifest-path bench/Cargo.toml --bin lock-bench -- \
+			--module "$module" --out "$out/$name-$config" --only redisson-ratios \
+			--server-arg "--enable-debug-command $config" >/dev/null || status=1
+	done
+done
+python3 - "$out" <<'PY'
+import json, pathlib, sys, time
+out = pathlib.Path(sys.argv[1])
+rows = []
+for f in sorted(out.glob("*/results.json")):
+    r = json.loads(f.read_text())
+    server, config = f.parent.name.rsplit("-", 1)
+    version = r["meta"]["redis_version"]
+    for x in (r.get("redisson") or {}).get("ratios", []):
+        ok = x["throughput"] >= 1.8 and x["server_usec"] <= 0.45
+        rows.append(f"| {server} ({version}) | {config} | {x['op']} | {x['throughput']:.2f}x | {x['server_usec']:.2f}x | {'yes' if ok else 'NO'} |")
+text = [f"Redisson scripts, native vs Lua (EVALSHA, pipeline 32), {time.strftime('%Y-%m-%d')}",
+        "", "| server | enable-debug-command | script | throughput | server µs | >= 1.8x and <= 0.45x |",
+        "|---|---|---|---:|---:|---|", *rows]
+(out / "summary.md").write_text("\n".join(text) + "\n")
+print("\n".join(text))
+PY
+exit $status
