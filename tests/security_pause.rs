@@ -7,6 +7,7 @@
 
 mod common;
 use common::resp::{Conn, R};
+use common::waiters::{blocked_acquire as waiter, lock_stat, wait_for_waiters};
 use common::*;
 use std::time::{Duration, Instant};
 
@@ -19,28 +20,6 @@ fn a(s: &str) -> Vec<u8> {
 
 fn call(c: &mut Conn, args: &[&str]) -> R {
     c.call(&args.iter().map(|s| a(s)).collect::<Vec<_>>())
-}
-
-fn lock_stat(c: &mut Conn, field: &str) -> i64 {
-    let text = call(c, &["INFO", "lock"]).str();
-    let key = format!("lock_{field}:");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&key))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no INFO field {field}"))
-}
-
-fn wait_for_waiters(c: &mut Conn, n: i64) {
-    let ok = wait_for(Duration::from_secs(5), || (lock_stat(c, "waiters") == n).then_some(()));
-    assert!(ok.is_some(), "expected {n} waiters, INFO says {}", lock_stat(c, "waiters"));
-}
-
-/// A connection blocked in `LOCK.ACQUIRE key owner 30000 WAIT timeout`.
-fn waiter(port: u16, key: &str, owner: &str, timeout: &str) -> Conn {
-    let mut w = Conn::new(port);
-    w.set_timeout(Duration::from_secs(10));
-    w.send(&[a("LOCK.ACQUIRE"), a(key), a(owner), a("30000"), a("WAIT"), a(timeout)]);
-    w
 }
 
 /// The AOF's text (written with `appendfsync always`).

@@ -10,6 +10,7 @@
 //! - [`scripts`]: our own Lua implementation of every Redisson lock script kind (`lua/<kind>.lua`)
 //!   and keyspace snapshots to compare two servers.
 //! - [`names`]: Redisson's channel naming, written independently of the module.
+//! - [`waiters`]: blocked `LOCK.ACQUIRE ... WAIT` clients and the `INFO lock` counters.
 //! - [`cmd!`]: `cmd!(conn, "LOCK.ACQUIRE", key, owner, 30000)` sends one command and returns
 //!   the raw reply.
 
@@ -18,6 +19,7 @@ pub mod names;
 pub mod resp;
 pub mod scripts;
 pub mod server;
+pub mod waiters;
 
 pub use info::{cmdstat, cpu_seconds, info, info_int, lock_info, replica_caught_up, reset_stats, stat};
 pub use names::{channel, prefixed, PREFIX};

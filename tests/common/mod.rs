@@ -8,4 +8,4 @@ pub use testkit::{
     channel, info_int, lock_info, module_path, prefixed, replica_caught_up, stat, wait_for, Opts, Server,
     PREFIX,
 };
-pub use testkit::{resp, scripts};
+pub use testkit::{resp, scripts, waiters};
