@@ -203,9 +203,10 @@ fn waiter_and_turn_memory_is_bounded() {
     let fenced = cmd!(c, "LOCK.ACQUIRE", "k", "w2", 1000, "WAIT", 0, "FENCE");
     assert!(matches!(fenced.arr(), [R::Int(p), R::Int(-1)] if *p > 0), "{fenced:?}");
     assert_eq!(info(&mut c, "waits_refused"), 2);
-    // lock.max-waiter-bytes: an owner id longer than it is not kept either.
+    // lock.max-waiter-bytes: a waiter whose owner id and lock name together are longer is not
+    // kept either (here 11 bytes: the name "k" and a 10-byte owner).
     assert_eq!(cmd!(c, "CONFIG", "SET", "lock.max-waiters", 10), R::Simple("OK".into()));
-    assert_eq!(cmd!(c, "CONFIG", "SET", "lock.max-waiter-bytes", 10), R::Simple("OK".into()));
+    assert_eq!(cmd!(c, "CONFIG", "SET", "lock.max-waiter-bytes", 11), R::Simple("OK".into()));
     assert!(cmd!(c, "LOCK.ACQUIRE", "k", "0123456789a", 1000, "WAIT", 5000).int() > 0);
     assert_eq!(info(&mut c, "waits_refused"), 3);
     assert_eq!(info(&mut c, "waiters"), 1);
