@@ -104,8 +104,9 @@ lint-python: python-venv
 fmt:
 	$(CARGO) fmt --all
 
-bench: build ## benchmarks: native vs Lua vs plain Redis, WAIT vs pub/sub vs polling, Redisson scripts, Python client
+bench: build ## benchmarks: native vs Lua vs plain Redis, WAIT vs pub/sub vs polling, Redisson scripts (also per server and enable-debug-command: bench-matrix), Python client
 	$(CARGO) run --release --manifest-path bench/Cargo.toml --bin lock-bench -- --module $(CURDIR)/$(MODULE) --out bench-results
+	$(MAKE) --no-print-directory bench-matrix
 	$(MAKE) --no-print-directory bench-python
 
 BENCH_SERVERS ?= $(wildcard ../shared/servers/*/)

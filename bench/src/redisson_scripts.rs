@@ -171,9 +171,11 @@ fn phase(con: &mut redis::Connection, op: Op, n: usize, stat: &str) -> (f64, f64
 }
 
 fn script_phases(con: &mut redis::Connection, quick: bool, report: &mut Report) {
-    let n = if quick { 2_000 } else { 30_000 };
-    let renews = if quick { 200 } else { 3_000 };
-    let reps = if quick { 1 } else { 3 };
+    // Phases of about a second each, alternating modes, five times: shorter ones moved the
+    // ratios by ±30% on a 2-core machine with other load.
+    let n = if quick { 2_000 } else { 100_000 };
+    let renews = if quick { 200 } else { 10_000 };
+    let reps = if quick { 1 } else { 5 };
     let mut samples: Vec<(&str, &str, f64, f64)> = Vec::new();
     for _ in 0..reps {
         for mode in ["lua", "native"] {
