@@ -149,10 +149,18 @@ pub fn hincrby(ctx: Ctx, key: RStr, owner: RStr, delta: RStr, count: RStr) {
     }
 }
 
+/// Whether a `PEXPIREAT key deadline NX|XX...` effect can go through the running command's
+/// argv: only then does [`pexpireat`] need to know whether the key had a TTL.
+pub fn pexpireat_in_place() -> bool {
+    let (argv, argc) = CURRENT.with(Cell::get);
+    argv != 0 && argv_reuse() && fits(3, 1, argc)
+}
+
 /// `PEXPIREAT key deadline`. Through the argv it carries `NX` (the key had no TTL before) or
 /// `XX` (it had one), which holds on the replica exactly as on the master, repeated to fill
-/// the slots (every server from 7.0 accepts a repeated flag).
-pub fn pexpireat(ctx: Ctx, key: RStr, deadline: i64, had_ttl: bool) {
+/// the slots (every server from 7.0 accepts a repeated flag). `had_ttl` is `None` when
+/// [`pexpireat_in_place`] said no (a 100-key watchdog batch): the effect is plain then.
+pub fn pexpireat(ctx: Ctx, key: RStr, deadline: i64, had_ttl: Option<bool>) {
     LAST_DEADLINE.with(|last| {
         let mut last = last.borrow_mut();
         // A batch renewal gives every key the same deadline: make its string once.
@@ -160,8 +168,11 @@ pub fn pexpireat(ctx: Ctx, key: RStr, deadline: i64, had_ttl: bool) {
             Some((v, s)) if *v == deadline => s.ptr(),
             _ => last.insert((deadline, OwnedStr::from_i64(deadline))).1.ptr(),
         };
-        let cond = if had_ttl { word(|w| w.xx) } else { word(|w| w.nx) };
-        if !in_place(ctx, &[word(|w| w.pexpireat), key, d], &[cond]) {
+        let done = had_ttl.is_some_and(|had| {
+            let cond = if had { word(|w| w.xx) } else { word(|w| w.nx) };
+            in_place(ctx, &[word(|w| w.pexpireat), key, d], &[cond])
+        });
+        if !done {
             rm::replicate_pexpireat(ctx, key, d);
         }
     });

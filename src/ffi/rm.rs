@@ -301,6 +301,18 @@ impl Key {
         Some(r)
     }
 
+    /// Whether hash field `field` exists (no copy of its value is made).
+    pub fn hash_has(&self, field: RStr) -> bool {
+        if self.ptr.is_null() {
+            return false;
+        }
+        let mut exists: c_int = 0;
+        let flags = raw::REDISMODULE_HASH_EXISTS as c_int;
+        let end: RStr = null_mut();
+        rm!(RedisModule_HashGet(self.ptr, flags, field, &mut exists as *mut c_int, end) else 0);
+        exists != 0
+    }
+
     /// Set hash field `field` to `value`, creating the hash if needed.
     pub fn hash_set(&self, field: RStr, value: RStr) {
         let flags = raw::REDISMODULE_HASH_NONE as c_int;

@@ -29,7 +29,8 @@ pub fn set_count(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, delta
 
 /// Set the lease to end at `deadline`, replicated as PEXPIREAT.
 pub fn set_lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64) {
-    let had_ttl = key.deadline().is_some();
+    // Read only where the effect goes through the command's argv (it carries NX or XX).
+    let had_ttl = replication::pexpireat_in_place().then(|| key.deadline().is_some());
     key.set_deadline(deadline, now);
     replication::pexpireat(ctx, name, deadline, had_ttl);
     rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);

@@ -452,8 +452,7 @@ fn renew(ctx: Ctx, a: &Argv, lease: Option<i64>, n: usize, batch: bool, now: i64
     for i in 0..n {
         keys.push(open_hash(ctx, a.key(i))?);
     }
-    let held =
-        |key: &Key, i: usize| key.kind() == KeyKind::Hash && key.hash_get(a.arg(i + 1), |_| ()).is_some();
+    let held = |key: &Key, i: usize| key.kind() == KeyKind::Hash && key.hash_has(a.arg(i + 1));
     let held_at_start: Vec<bool> = keys.iter().enumerate().map(|(i, k)| held(k, i)).collect();
     let lease = match lease {
         Some(ms) => ms,
@@ -476,9 +475,9 @@ fn renew(ctx: Ctx, a: &Argv, lease: Option<i64>, n: usize, batch: bool, now: i64
     let mut renewed = Vec::with_capacity(n);
     if lease > 0 {
         let lock_deadline = deadline(now, lease)?;
-        for (i, key) in keys.iter().enumerate() {
+        // Renewing changes no key's holder: what was held at the start is held now.
+        for ((i, key), &h) in keys.iter().enumerate().zip(&held_at_start) {
             let name = a.key(i);
-            let h = held(key, i);
             if h {
                 write_lease(ctx, key, name, lock_deadline, now);
                 rm::signal_modified(ctx, name);
