@@ -9,20 +9,29 @@ import time
 import pytest
 import redis
 import redis.asyncio
-from conftest import Server
+from conftest import Server, wait_until
 
 import redislock
 import redislock.asyncio as ral
 
 
 def test_extend(locks: redislock.LockClient, r: redis.Redis) -> None:
+    """redis-py's extend(additional_time, replace_ttl=False): adds to the lease left, or sets it."""
     lock = locks.lock("ext")
     with pytest.raises(redislock.NotOwnedError):
         lock.extend(5)
     assert lock.acquire(lease=1.0)
-    lock.extend(20)
+    lock.extend(20, replace_ttl=True)
     assert 19 < r.pttl("ext") / 1000 <= 20
-    time.sleep(1.2)  # past the first lease: the extended one holds
+    lock.extend(10)  # added to what is left
+    assert 29 < r.pttl("ext") / 1000 <= 30
+    r.pexpire("ext", 200)
+    lock.extend(0.2)
+    assert 0.3 < r.pttl("ext") / 1000 <= 0.4
+    assert wait_until(lambda: r.exists("ext") == 0, timeout=2)  # 0.4 s was all that was left
+    assert lock.acquire(lease=0.3)
+    lock.extend(20, replace_ttl=True)
+    time.sleep(0.4)  # past the first lease: the extended one holds
     assert lock.owned()
     with pytest.raises(ValueError):
         lock.extend(0)
