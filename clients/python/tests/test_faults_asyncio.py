@@ -10,15 +10,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import subprocess
 import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import redis
 import redis.asyncio
-from conftest import Server, lock_info
+import redis.asyncio.sentinel
+from conftest import Server, free_port, lock_info
 
 import redislock
 import redislock.asyncio as ral
@@ -547,3 +550,43 @@ async def test_renewal_stops_with_the_task_and_at_max_hold(server: Server, raw: 
     finally:
         await locks.close()
         await ar.aclose()
+
+
+async def test_mode_through_sentinel(tmp_path: Path, servers: list[Server]) -> None:
+    """locks.mode with a Sentinel-managed asyncio client: the connection kwargs name no host
+    (the sentinels do), and the blocking probe went to localhost:6379 instead of the master."""
+    servers.append(Server(module=True))
+    master = servers[0]
+    port = free_port()
+    conf = tmp_path / "sentinel.conf"
+    conf.write_text(f"port {port}\nbind 127.0.0.1\nsentinel monitor lockmaster 127.0.0.1 {master.port} 1\n")
+    log = open(tmp_path / "sentinel.log", "wb")  # noqa: SIM115
+    sentinel = subprocess.Popen(["redis-server", str(conf), "--sentinel"], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        probe = redis.Redis(port=port, socket_timeout=1)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                if probe.execute_command("SENTINEL", "get-master-addr-by-name", "lockmaster"):
+                    break
+            except redis.ConnectionError:
+                pass
+            assert time.monotonic() < deadline, (tmp_path / "sentinel.log").read_text()
+            await asyncio.sleep(0.02)
+        probe.close()
+        managed = redis.asyncio.sentinel.Sentinel([("127.0.0.1", port)], socket_timeout=2)
+        ar = managed.master_for("lockmaster", socket_timeout=2)
+        locks = ral.LockClient(ar, lease=5.0)
+        assert locks.mode == "module"  # before any await: the master's answer, found via the sentinel
+        lock = locks.lock("sentinel")
+        assert await lock.acquire(timeout=1)
+        assert master.client().hget("sentinel", lock.owner) == b"1"
+        await lock.release()
+        await locks.close()
+        await ar.aclose()
+        for s in managed.sentinels:
+            await s.aclose()
+    finally:
+        sentinel.kill()
+        sentinel.wait(timeout=10)
+        log.close()
