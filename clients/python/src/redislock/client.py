@@ -256,9 +256,15 @@ class _Engine:
     def own(self, key: str, side: bool = False) -> Any:
         """This client's own connection pool to the node of ``key`` (never the application's
         pool): the watchdog's (short timeouts) or, with ``side``, the side connections."""
+        if not self.cluster:  # one server: no routing to work out
+            client = self._own.get("side" if side else "own")
+            if client is not None:
+                return client
         pool = self._pool_of(key)
         kwargs = pool.connection_kwargs
-        name = f"{'side' if side else 'own'}:{kwargs.get('host')}:{kwargs.get('port')}:{kwargs.get('path')}"
+        name = "side" if side else "own"
+        if self.cluster:
+            name = f"{name}:{kwargs.get('host')}:{kwargs.get('port')}:{kwargs.get('path')}"
         with self._mutex:
             client = self._own.get(name)
             if client is None:
@@ -957,7 +963,7 @@ class MultiLock:
             )
             worker.start()
         taken: list[int] = []
-        success = False
+        success = interrupted = False
         try:
             with attempt.cond:
                 while True:
@@ -971,13 +977,17 @@ class MultiLock:
                         break
                     attempt.cond.wait(left)
                 attempt.decided = success
+        except BaseException:
+            interrupted = True
+            raise
         finally:
             if not success:
                 # Failure, or an interrupt (KeyboardInterrupt) while waiting: give back every
-                # component taken so far, after waiting (until the attempt's end) for those
-                # still answering; any later still give themselves back.
+                # component taken so far, after a short wait (not when interrupted) for those
+                # about to answer; any later give themselves back.
+                settle = min(until, time.monotonic() + COMPONENT_GRACE)
                 with attempt.cond:
-                    while len(attempt.outcomes) < count and (left := until - time.monotonic()) > 0:
+                    while not interrupted and len(attempt.outcomes) < count and (left := settle - time.monotonic()) > 0:
                         attempt.cond.wait(left)
                     attempt.decided = True
                     taken = sorted(i for i, ok in attempt.outcomes.items() if ok is True)

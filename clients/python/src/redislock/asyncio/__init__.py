@@ -280,8 +280,13 @@ class _Engine:
     async def own(self, key: str, side: bool = False) -> Any:
         """This client's own connections to the node of ``key``: the watchdog's (short
         timeouts) or, with ``side``, the side connections."""
+        kind = "side" if side else "own"
+        if not self.cluster:  # one server: no routing to work out
+            client = self._own.get(kind)
+            if client is not None:
+                return client
         name, cls, kwargs = await self._node_params(key)
-        name = f"{'side' if side else 'own'}:{name}"
+        name = f"{kind}:{name}" if self.cluster else kind
         client = self._own.get(name)
         if client is None:
             timeout = self.side_timeout if side else self.io_timeout
