@@ -524,6 +524,7 @@ async def test_small_pools(server: Server) -> None:
     finally:
         await locks.close()
         await ar.aclose()
+        await pool.disconnect()  # a pool passed in is the caller's to close (redis-py 5.0)
 
 
 async def test_renewal_stops_with_the_task_and_at_max_hold(server: Server, raw: redis.asyncio.Redis) -> None:

@@ -784,7 +784,9 @@ class Lock:
         ticket = ticket or Ticket(self.name, owner or self.owner)
         if ticket.hold is None and not ticket.applied:
             ticket.hold = engine.registry.get(ticket.key, ticket.owner)
-        if engine.registry.end_release(ticket, None) or ticket.sent:
+        # Only a hold the book knows is reconciled (the server's count for an owner this
+        # client never recorded is not its to change).
+        if engine.registry.end_release(ticket, None) or (ticket.sent and ticket.hold is not None):
             engine.settle(ticket.key, ticket.owner, engine.lease_ms / 1000, error)
 
     def extend(self, additional_time: float, replace_ttl: bool = False) -> None:

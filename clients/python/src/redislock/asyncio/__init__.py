@@ -754,7 +754,7 @@ class Lock:
             ticket = ticket or Ticket(self.name, owner or self.owner)
             if ticket.hold is None and not ticket.applied:
                 ticket.hold = engine.registry.get(ticket.key, ticket.owner)
-            if engine.registry.end_release(ticket, None) or ticket.sent:
+            if engine.registry.end_release(ticket, None) or (ticket.sent and ticket.hold is not None):
                 await engine.settle(ticket.key, ticket.owner, engine.lease_ms / 1000, error)
             raise
 
