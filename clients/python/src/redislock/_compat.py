@@ -14,6 +14,11 @@ What is used and why:
 - ``RedisCluster.nodes_manager.initialize()``: re-read the slot map after MOVED/ASK (redis-py
   does this itself only inside ``execute_command``).
 - the asyncio cluster node's ``connection_class`` / ``connection_kwargs`` (same reason).
+- the application's ``socket_timeout`` in the pool's (or cluster's) connection kwargs: the
+  reply grace of a bounded acquire and the timeout of the client's side connections.
+- an asyncio Sentinel pool's ``service_name``, ``is_master`` and ``sentinel_manager``
+  (``sentinels``, ``sentinel_kwargs``, ``min_other_sentinels``): the blocking ``locks.mode``
+  probe asks the same sentinels for the master.
 """
 
 from __future__ import annotations
