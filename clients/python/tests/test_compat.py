@@ -83,7 +83,7 @@ def test_socket_timeout_and_sentinel_internals() -> None:
     """The application's socket timeout (sync and asyncio, plain and cluster clients) and the
     attributes of an asyncio Sentinel pool that sentinel_twin reads (no server needed)."""
     assert _compat.socket_timeout_of(redis.Redis(port=1, socket_timeout=0.7)) == 0.7
-    default = redis.asyncio.Redis(port=1)  # None up to redis-py 7, 5 s from 8
+    default = redis.asyncio.Redis(port=1)  # None in redis-py 5.0, 5 s in 8.1
     assert _compat.socket_timeout_of(default) == default.connection_pool.connection_kwargs.get("socket_timeout")
     assert _compat.socket_timeout_of(redis.asyncio.Redis(port=1, socket_timeout=3)) == 3.0
     managed = redis.asyncio.sentinel.Sentinel([("127.0.0.1", 1)], min_other_sentinels=0)

@@ -610,7 +610,7 @@ def test_two_waiters_two_connections(server: Server) -> None:
 def test_multilock_hung_server_holds_no_pooled_connection(trio: list[Server]) -> None:
     """MultiLock against a SIGSTOPped server with socket_timeout=None: each attempt returned on
     time but left a thread blocked on a connection of the application's pool."""
-    clients = plain_clients(trio)
+    clients = [redislock.LockClient(s.client(socket_timeout=None), lease=5.0) for s in trio]
     try:
         for c in clients:
             assert c.mode == "module"
