@@ -1,14 +1,18 @@
 """Benchmark of the Python client (``make bench-python``).
 
 1. Contention: N processes (1, 8, 32) take one lock in a loop (1 ms critical section) for a few
-   seconds: acquisitions/s, handoffs/s (grants to another process than the previous holder) and
-   the wait from the acquire call to the grant (p50/p99), for the client in module mode
-   (LOCK.ACQUIRE ... WAIT), in Lua mode (Redisson's pub/sub waiting, on a server without the
-   module) and for redis-py's own ``Lock`` (SET NX + polling every 0.1 s, its default).
+   seconds: acquisitions/s, handoffs/s (grants to another process than the previous holder),
+   the wait from the acquire call to the grant (p50/p99) and fairness (Jain's index of the
+   acquisitions per process), for the client in module mode (LOCK.ACQUIRE ... WAIT) and in Lua
+   mode (Redisson's pub/sub waiting), and side by side for redis-py's own ``Lock`` (SET NX +
+   polling every 0.1 s, its default), python-redis-lock (SET NX + BLPOP on a signal key) and
+   pottery's ``Redlock`` (one master, random retry delay up to 0.2 s), all on one server.
 2. Overhead: one uncontended acquire + release through the client against the raw commands it
    sends, byte for byte (``LOCK.ACQUIRE k <uuid>:<n> 30000 WAIT 0`` / ``LOCK.RELEASE k <uuid>:<n>
-   30000``, our Lua scripts by EVALSHA), and redis-py's ``Lock``.
+   30000``, our Lua scripts by EVALSHA), and the same pair through each peer library: wall
+   time and the client process's CPU time per pair.
 
+The peers are optional (``pip install ./clients/python[bench]``); missing ones are skipped.
 It starts its own redis-server processes on free loopback ports and writes a markdown table to
 stdout and to ``--out``.
 """
@@ -16,6 +20,7 @@ stdout and to ``--out``.
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import multiprocessing
 import os
@@ -34,22 +39,52 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from servers import Server
 
 CRITICAL_SECTION = 0.001
-KINDS = ("module", "lua", "redis-py Lock")
+PEERS = ("redis-py Lock", "python-redis-lock", "pottery Redlock")
+KINDS = ("module", "lua", *PEERS)
+LABELS = {"module": "redislock, module (WAIT)", "lua": "redislock, lua (pub/sub)"}
+
+
+def available(kind: str) -> bool:
+    """Whether a peer library is installed (the ``bench`` extra)."""
+    module = {"python-redis-lock": "redis_lock", "pottery Redlock": "pottery"}.get(kind)
+    if module is None:
+        return True
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
+def make_lock(kind: str, r: redis.Redis, name: str) -> tuple[Any, Any]:
+    """(lock, redislock client or None) for ``kind``: a 30 s lease everywhere."""
+    if kind == "redis-py Lock":
+        return r.lock(name, timeout=30), None
+    if kind == "python-redis-lock":
+        return importlib.import_module("redis_lock").Lock(r, name, expire=30), None
+    if kind == "pottery Redlock":
+        return importlib.import_module("pottery").Redlock(key=name, masters={r}, auto_release_time=30), None
+    client = redislock.LockClient(r, mode=kind)
+    return client.lock(name), client
+
+
+def acquire_within(kind: str, lock: Any, left: float) -> bool:
+    """One blocking acquire with at most ``left`` seconds, in each library's own terms."""
+    if kind == "redis-py Lock":
+        return bool(lock.acquire(blocking_timeout=left))
+    if kind == "python-redis-lock":  # whole seconds, at least 1
+        return bool(lock.acquire(timeout=max(1, math.ceil(left))))
+    return bool(lock.acquire(timeout=left))
 
 
 def contend(kind: str, port: int, start: Any, deadline: float, results: Any) -> None:
     r = redis.Redis(port=port)
-    client = None
-    if kind == "redis-py Lock":
-        lock: Any = r.lock("bench:lock", timeout=30)
-    else:
-        client = redislock.LockClient(r, mode=kind)
-        lock = client.lock("bench:lock")
+    lock, client = make_lock(kind, r, "bench:lock")
     samples: list[tuple[float, float]] = []
     start.wait()
     while (left := deadline - time.monotonic()) > 0:
         asked = time.monotonic()
-        got = lock.acquire(blocking_timeout=left) if kind == "redis-py Lock" else lock.acquire(timeout=left)
+        got = acquire_within(kind, lock, left)
         granted = time.monotonic()
         if not got:
             break
@@ -130,50 +165,48 @@ def interleaved(fns: list[Any], rounds: int, repeats: int = 7) -> list[float]:
     return [statistics.median(r) for r in runs]
 
 
-def run_overhead(module_port: int, plain_port: int, rounds: int) -> list[tuple[str, float, float, float, float]]:
-    rm, rp = redis.Redis(port=module_port), redis.Redis(port=plain_port)
-    module_client, lua_client = redislock.LockClient(rm, mode="module"), redislock.LockClient(rp, mode="lua")
-    mlock, llock = module_client.lock("bench:o"), lua_client.lock("bench:o")
+def run_overhead(port: int, rounds: int) -> list[tuple[str, float, float]]:
+    """(label, wall µs, client CPU µs) per uncontended acquire + release, all on one server."""
+    r = redis.Redis(port=port)
+    module_client, lua_client = redislock.LockClient(r, mode="module"), redislock.LockClient(r, mode="lua")
+    mlock, llock = module_client.lock("bench:om"), lua_client.lock("bench:ol")
     # The raw rows send exactly what the client sends for a blocking acquire with the watchdog
     # lease and its release: an owner id of the client's form (<uuid>:<n>), WAIT 0 in module
     # mode, and the lease re-armed by the release of a kept hold.
     owner = f"{module_client.id}:1"
     for body in _scripts.ALL:
-        rp.script_load(body)
+        r.script_load(body)
     acquire, unlock = _scripts.SHA[_scripts.ACQUIRE], _scripts.SHA[_scripts.UNLOCK]
 
     def raw_module() -> None:
-        rm.execute_command("LOCK.ACQUIRE", "bench:o", owner, 30000, "WAIT", 0)
-        rm.execute_command("LOCK.RELEASE", "bench:o", owner, 30000)
+        r.execute_command("LOCK.ACQUIRE", "bench:rm", owner, 30000, "WAIT", 0)
+        r.execute_command("LOCK.RELEASE", "bench:rm", owner, 30000)
 
     def raw_lua() -> None:
-        rp.evalsha(acquire, 1, "bench:o", 30000, owner)
-        rp.evalsha(unlock, 2, "bench:o", "redisson_lock__channel:{bench:o}", 0, 30000, owner, "PUBLISH")
+        r.evalsha(acquire, 1, "bench:rl", 30000, owner)
+        r.evalsha(unlock, 2, "bench:rl", "redisson_lock__channel:{bench:rl}", 0, 30000, owner, "PUBLISH")
 
-    def client(lock: redislock.Lock) -> Any:
+    def pair(lock: Any) -> Any:
         def run() -> None:
             lock.acquire()
             lock.release()
 
         return run
 
-    redis_py = rm.lock("bench:p", timeout=30)
-
-    def redis_py_lock() -> None:
-        redis_py.acquire()
-        redis_py.release()
-
-    raw_m, lib_m, raw_l, lib_l, plain = interleaved(
-        [raw_module, client(mlock), raw_lua, client(llock), redis_py_lock], rounds
-    )
-    rows = [
-        ("module mode", raw_m, lib_m, CPU[0], CPU[1]),
-        ("lua mode", raw_l, lib_l, CPU[2], CPU[3]),
-        ("redis-py Lock (SET NX PX + Lua release)", float("nan"), plain, float("nan"), CPU[4]),
+    rows: list[tuple[str, Any]] = [
+        ("raw LOCK.ACQUIRE ... WAIT 0 + LOCK.RELEASE", raw_module),
+        ("redislock, module mode", pair(mlock)),
+        ("raw EVALSHA acquire + unlock (our Lua)", raw_lua),
+        ("redislock, lua mode", pair(llock)),
     ]
+    for kind in PEERS:
+        if available(kind):
+            lock, _ = make_lock(kind, r, f"bench:{kind}")
+            rows.append((kind, pair(lock)))
+    walls = interleaved([fn for _, fn in rows], rounds)
     module_client.close()
     lua_client.close()
-    return rows
+    return [(label, wall, CPU[i]) for i, ((label, _), wall) in enumerate(zip(rows, walls))]
 
 
 def main() -> None:
@@ -186,25 +219,28 @@ def main() -> None:
     args = parser.parse_args()
     if args.module:
         os.environ["LOCK_MODULE"] = args.module
-    module_server, plain_server = Server(module=True), Server(module=False)
+    # One server for every strategy (the Lua mode is forced with mode="lua"; the peers ignore
+    # the module), so they are measured side by side on the same process.
+    server = Server(module=True)
+    kinds = [k for k in KINDS if available(k)]
+    skipped = [k for k in KINDS if k not in kinds]
     try:
+        version = redis.Redis(port=server.port).info()["redis_version"]
         lines = [
-            f"Python client benchmark: redis-server {redis.Redis(port=module_server.port).info()['redis_version']},"
-            f" Python {sys.version.split()[0]}, redis-py {redis.__version__}, {os.cpu_count()} cores"
-            f" (server and clients share them); {args.seconds:g} s per run, {CRITICAL_SECTION * 1000:g} ms"
-            " critical section.",
+            f"Python client benchmark: redis-server {version} (one server, the module loaded), Python"
+            f" {sys.version.split()[0]}, redis-py {redis.__version__}, {os.cpu_count()} cores (server and"
+            f" clients share them); {args.seconds:g} s per run, {CRITICAL_SECTION * 1000:g} ms critical section."
+            + (f" Not installed, skipped: {', '.join(skipped)}." if skipped else ""),
             "",
             "| N processes | strategy | acquisitions/s | handoffs/s | wait p50 (ms) | wait p99 (ms) | fairness |",
             "|---:|---|---:|---:|---:|---:|---:|",
         ]
         for n in (int(x) for x in args.processes.split(",")):
-            for kind in KINDS:
-                port = plain_server.port if kind == "lua" else module_server.port
-                redis.Redis(port=port).delete("bench:lock")
-                m = run_contention(kind, port, n, args.seconds)
-                label = {"module": "redislock, module (WAIT)", "lua": "redislock, lua (pub/sub)"}.get(kind, kind)
+            for kind in kinds:
+                redis.Redis(port=server.port).delete("bench:lock")
+                m = run_contention(kind, server.port, n, args.seconds)
                 lines.append(
-                    f"| {n} | {label} | {m['acquisitions']:,.0f} | {m['handoffs']:,.0f} "
+                    f"| {n} | {LABELS.get(kind, kind)} | {m['acquisitions']:,.0f} | {m['handoffs']:,.0f} "
                     f"| {m['p50']:.2f} | {m['p99']:.2f} | {m['fairness']:.2f} |"
                 )
                 print(lines[-1], file=sys.stderr, flush=True)
@@ -218,25 +254,19 @@ def main() -> None:
             " wall time, and the client process's CPU time, which the other load on a shared machine"
             " does not move):",
             "",
-            "| mode | raw commands | redislock | client overhead | client CPU, raw | client CPU, redislock"
-            " | CPU overhead |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "| strategy | wall (µs) | wall vs redis-py Lock | client CPU (µs) | CPU vs redis-py Lock |",
+            "|---|---:|---:|---:|---:|",
         ]
-        for label, raw, lib, raw_cpu, lib_cpu in run_overhead(module_server.port, plain_server.port, args.rounds):
-            raw_text = "—" if math.isnan(raw) else f"{raw:.0f}"
-            overhead = "—" if math.isnan(raw) else f"{lib - raw:+.0f} ({lib / raw:.2f}x)"
-            raw_cpu_text = "—" if math.isnan(raw_cpu) else f"{raw_cpu:.0f}"
-            cpu_overhead = "—" if math.isnan(raw_cpu) else f"{lib_cpu - raw_cpu:+.0f} ({lib_cpu / raw_cpu:.2f}x)"
-            lines.append(
-                f"| {label} | {raw_text} | {lib:.0f} | {overhead} | {raw_cpu_text} | {lib_cpu:.0f} | {cpu_overhead} |"
-            )
+        rows = run_overhead(server.port, args.rounds)
+        base = {label: (wall, cpu) for label, wall, cpu in rows}.get("redis-py Lock", (math.nan, math.nan))
+        for label, wall, cpu in rows:
+            lines.append(f"| {label} | {wall:.0f} | {wall / base[0]:.2f}x | {cpu:.0f} | {cpu / base[1]:.2f}x |")
         text = "\n".join(lines) + "\n"
         print(text)
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text)
     finally:
-        module_server.close()
-        plain_server.close()
+        server.close()
 
 
 if __name__ == "__main__":

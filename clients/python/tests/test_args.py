@@ -30,6 +30,11 @@ BAD_CALLS: list[tuple[str, Callable[[Any], Any]]] = [
     ("negative lease", lambda c: c.lock("k").acquire(lease=-1)),
     ("zero lease", lambda c: c.lock("k").acquire(lease=0)),
     ("infinite lease", lambda c: c.lock("k").acquire(lease=float("inf"))),
+    ("lone surrogate name", lambda c: c.lock("k\udc80")),
+    ("lone surrogate owner", lambda c: c.lock("k", owner="o\ud800")),
+    ("sync_replicas out of range", lambda c: c.lock("k", sync_replicas=10**20)),
+    ("zero max_hold", lambda c: c.lock("k", max_hold=0)),
+    ("zero extend", lambda c: c.lock("k").extend(0)),
 ]
 
 

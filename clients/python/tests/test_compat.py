@@ -8,6 +8,7 @@ import time
 import pytest
 import redis
 import redis.asyncio
+import redis.asyncio.sentinel
 from conftest import Server
 from redis.asyncio.cluster import ClusterNode
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
@@ -76,3 +77,19 @@ def test_cluster_internals_exist() -> None:
     assert hasattr(NodesManager, "initialize")
     node = ClusterNode("127.0.0.1", 1)
     assert hasattr(node, "connection_class") and hasattr(node, "connection_kwargs")
+
+
+def test_socket_timeout_and_sentinel_internals() -> None:
+    """The application's socket timeout (sync and asyncio, plain and cluster clients) and the
+    attributes of an asyncio Sentinel pool that sentinel_twin reads (no server needed)."""
+    assert _compat.socket_timeout_of(redis.Redis(port=1, socket_timeout=0.7)) == 0.7
+    default = redis.asyncio.Redis(port=1)  # None in redis-py 5.0, 5 s in 8.1
+    assert _compat.socket_timeout_of(default) == default.connection_pool.connection_kwargs.get("socket_timeout")
+    assert _compat.socket_timeout_of(redis.asyncio.Redis(port=1, socket_timeout=3)) == 3.0
+    managed = redis.asyncio.sentinel.Sentinel([("127.0.0.1", 1)], min_other_sentinels=0)
+    pool = managed.master_for("svc").connection_pool
+    assert pool.service_name == "svc" and pool.is_master and pool.sentinel_manager is managed
+    assert [s.connection_pool.connection_kwargs["port"] for s in managed.sentinels] == [1]
+    assert isinstance(managed.sentinel_kwargs, dict) and managed.min_other_sentinels == 0
+    with _compat.sentinel_twin(redis.asyncio.Redis(port=1).connection_pool, 1.0) as none:
+        assert none is None

@@ -7,8 +7,10 @@ step (``SET``/``GET`` round-trip), and the server's keyspace matches what the cl
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
+import sys
 import threading
 import time
 import uuid
@@ -20,6 +22,7 @@ import redis
 from conftest import Server, lock_info, wait_until
 
 import redislock
+from redislock._core import Registry
 
 
 def in_step(r: redis.Redis) -> None:
@@ -416,5 +419,368 @@ def test_a_new_thread_with_a_recycled_ident_is_another_owner(r: redis.Redis, raw
         assert raw.hgetall("churn") == {owner.encode(): b"1"}
         locks.lock("churn", owner=owner).release()
         in_step(r)
+    finally:
+        locks.close()
+
+
+# -- issue 22 -------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["module", "lua"])
+def fresh(request: pytest.FixtureRequest, servers: list[Server]) -> Server:
+    """A server of its own (it may be stopped), with or without the module."""
+    servers.append(Server(module=request.param == "module"))
+    return servers[0]
+
+
+def test_acquire_against_a_stopped_server_returns_on_time(fresh: Server) -> None:
+    """acquire(timeout=1) against a SIGSTOPped server (socket_timeout 0.5) raised after 5.5 s
+    (module mode: the read waited timeout + 2 s + the socket timeout, then a clean-up round trip)."""
+    r = fresh.client(socket_timeout=0.5)
+    locks = redislock.LockClient(r, lease=5.0)
+    try:
+        holder = locks.lock("stopped", owner="holder")
+        assert holder.acquire(lease=10)
+        lock = locks.lock("stopped")
+        fresh.pause()
+        started = time.monotonic()
+        with pytest.raises(redis.TimeoutError):
+            lock.acquire(timeout=1)
+        assert time.monotonic() - started < 1 + 0.5 + 0.5
+        fresh.resume()
+        raw = fresh.client(socket_timeout=5)
+        assert wait_until(lambda: matches(raw, lock), timeout=3)
+        assert raw.hgetall("stopped") == {b"holder": b"1"}
+        in_step(r)
+        raw.close()
+    finally:
+        fresh.resume()
+        locks.close()
+        r.close()
+
+
+def test_fenced_acquire_decides_on_the_token(server: Server, locks: redislock.LockClient, raw: redis.Redis) -> None:
+    """A lock held by another owner without a TTL (PERSIST) answers [-1, -1] to a fenced acquire:
+    not acquired (the first element alone would read as "granted")."""
+    raw.hset("persisted", "other", 1)
+    lock = locks.lock("persisted", fenced=True)
+    assert lock.acquire(blocking=False) is False
+    assert lock.acquire(timeout=0.2) is False
+    assert lock.token is None and believed(lock) == 0
+    assert raw.hgetall("persisted") == {b"other": b"1"}
+    assert raw.ttl("persisted") == -1
+
+
+def test_wait_without_limit_outlasts_an_early_reply(module_server: Server) -> None:
+    """With lock.max-waiters reached (or an owner longer than lock.max-waiter-bytes) the server
+    answers WAIT at once with the PTTL: timeout=None must keep waiting, not return False."""
+    r = module_server.client(socket_timeout=5)
+    r.flushall()
+    locks = redislock.LockClient(r, lease=5.0)
+    limits = {k: r.config_get(k)[k] for k in ("lock.max-waiters", "lock.max-waiter-bytes")}
+    try:
+        r.config_set("lock.max-waiters", 1)
+        holder = locks.lock("early", owner="holder")
+        assert holder.acquire(lease=0.4)
+        queued: list[bool] = []
+        first = threading.Thread(target=lambda: queued.append(locks.lock("early", owner="first").acquire(lease=0.3)))
+        first.start()
+        assert wait_until(lambda: lock_info(r, "early").get("waiters") == 1, timeout=3)
+        lock = locks.lock("early")
+        started = time.monotonic()
+        with lock:  # timeout None: no LockTimeout, it waits behind the holder and the first waiter
+            assert lock.owned()
+        assert 0.3 < time.monotonic() - started < 5
+        first.join(timeout=5)
+        assert queued == [True]
+        r.config_set("lock.max-waiters", limits["lock.max-waiters"])
+        r.config_set("lock.max-waiter-bytes", 8)
+        long_owner = locks.lock("early", owner="an owner id longer than eight bytes")
+        assert holder.acquire(lease=0.4)
+        assert long_owner.acquire(timeout=5) is True
+        long_owner.release()
+        assert holder.acquire(lease=0.3)
+        started = time.monotonic()
+        assert long_owner.acquire(timeout=0.1) is False  # a finite wait still ends on time
+        assert time.monotonic() - started < 0.1 + 0.5
+        in_step(r)
+    finally:
+        for key, value in limits.items():
+            r.config_set(key, value)
+        locks.close()
+        r.close()
+
+
+def test_release_does_not_wait_for_the_pool(servers: list[Server]) -> None:
+    """Pool of 2, two module-mode waiters pin both connections: the holder's release used to
+    wait for the pool timeout and raise ConnectionError while the lease ran out."""
+    servers.append(Server(module=True))
+    pool = redis.BlockingConnectionPool(port=servers[0].port, max_connections=2, timeout=1)
+    r = redis.Redis(connection_pool=pool)
+    locks = redislock.LockClient(r, lease=5.0)
+    raw = servers[0].client(socket_timeout=5)
+    try:
+        holder = locks.lock("starve", owner="holder")
+        assert holder.acquire(lease=3)
+        results: list[Any] = []
+
+        def wait() -> None:
+            lock = locks.lock("starve")
+            got = lock.acquire(timeout=5)
+            results.append(got)
+            if got:
+                lock.release()
+
+        waiters = [threading.Thread(target=wait) for _ in range(2)]
+        for w in waiters:
+            w.start()
+        assert wait_until(lambda: lock_info(raw, "starve").get("waiters") == 2, timeout=3)
+        started = time.monotonic()
+        holder.release()
+        assert time.monotonic() - started < 0.5
+        for w in waiters:
+            w.join(timeout=10)
+        assert results == [True, True]
+        assert raw.exists("starve") == 0
+        in_step(r)
+    finally:
+        locks.close()
+        raw.close()
+        r.close()
+
+
+@pytest.mark.parametrize("pool_kind", ["blocking", "plain"])
+def test_lua_waiter_needs_one_pooled_connection(plain_server: Server, pool_kind: str) -> None:
+    """Lua mode with a pool of one connection: the subscription took it and the retry needed a
+    second (ConnectionError at the pool timeout, or MaxConnectionsError at once)."""
+    if pool_kind == "blocking":
+        pool: Any = redis.BlockingConnectionPool(port=plain_server.port, max_connections=1, timeout=2)
+    else:
+        pool = redis.ConnectionPool(port=plain_server.port, max_connections=1)
+    r = redis.Redis(connection_pool=pool)
+    locks = redislock.LockClient(r, lease=5.0, mode="lua")
+    try:
+        holder = locks.lock("one-conn", owner="holder")
+        assert holder.acquire(lease=1.0)  # freed after 1 s
+        lock = locks.lock("one-conn")
+        started = time.monotonic()
+        assert lock.acquire(timeout=5) is True
+        assert 0.8 < time.monotonic() - started < 3
+        lock.release()
+        in_step(r)
+    finally:
+        locks.close()
+        r.close()
+
+
+def test_two_waiters_two_connections(server: Server) -> None:
+    """Two waiters and a pool of two connections: both get the lock in turn (in Lua mode one
+    of them used to fail on the pool)."""
+    pool = redis.BlockingConnectionPool(port=server.port, max_connections=2, timeout=2)
+    r = redis.Redis(connection_pool=pool)
+    locks = redislock.LockClient(r, lease=5.0)
+    try:
+        holder = locks.lock("two", owner="holder")
+        assert holder.acquire(lease=0.5)
+        results: list[Any] = []
+
+        def wait() -> None:
+            lock = locks.lock("two")
+            try:
+                got = lock.acquire(timeout=6)
+                results.append(got)
+                if got:
+                    time.sleep(0.1)
+                    lock.release()
+            except Exception as error:  # pragma: no cover - reported below
+                results.append(error)
+
+        waiters = [threading.Thread(target=wait) for _ in range(2)]
+        for w in waiters:
+            w.start()
+        for w in waiters:
+            w.join(timeout=10)
+        assert results == [True, True]
+        in_step(r)
+    finally:
+        locks.close()
+        r.close()
+
+
+def test_multilock_hung_server_holds_no_pooled_connection(trio: list[Server]) -> None:
+    """MultiLock against a SIGSTOPped server with socket_timeout=None: each attempt returned on
+    time but left a thread blocked on a connection of the application's pool."""
+    clients = [redislock.LockClient(s.client(socket_timeout=None), lease=5.0) for s in trio]
+    try:
+        for c in clients:
+            assert c.mode == "module"
+        trio[1].pause()
+        multi = redislock.MultiLock([c.lock("mh") for c in clients])
+        for _ in range(4):
+            started = time.monotonic()
+            assert multi.acquire(timeout=0.4) is False
+            assert time.monotonic() - started < 0.4 + 0.5
+        pool = clients[1].redis.connection_pool
+        assert wait_until(lambda: not pool._in_use_connections, timeout=1), len(pool._in_use_connections)
+        for c in (clients[0], clients[2]):
+            assert not c.redis.connection_pool._in_use_connections
+            in_step(c.redis)
+    finally:
+        trio[1].resume()
+        for c in clients:
+            c.close()
+
+
+def test_interrupt_while_starting_the_watchdog_leaks_nothing(
+    server: Server, r: redis.Redis, raw: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A KeyboardInterrupt in the watchdog's Thread.start() after the hold was recorded: the
+    caller never learnt it held the lock, which stayed held and renewed for the life of the
+    process. (The interrupt is raised where a real SIGINT lands: in Thread.start's wait.)"""
+    start = threading.Thread.start
+
+    def interrupted_start(self: threading.Thread) -> None:
+        start(self)
+        if self.name == "redislock-watchdog":
+            raise KeyboardInterrupt
+
+    locks = redislock.LockClient(r, lease=0.6)
+    try:
+        lock = locks.lock("wd-intr")
+        monkeypatch.setattr(threading.Thread, "start", interrupted_start)
+        with pytest.raises(KeyboardInterrupt):
+            lock.acquire()
+        monkeypatch.undo()
+        assert believed(lock) == 0
+        time.sleep(1.0)  # more than a lease: a leaked hold would still be there, renewed
+        assert raw.exists("wd-intr") == 0
+        assert lock.acquire(blocking=False)
+        lock.release()
+        in_step(r)
+    finally:
+        monkeypatch.undo()
+        locks.close()
+
+
+def _interrupt_at(line: int) -> Any:
+    """A trace function raising KeyboardInterrupt at the ``line``-th line run in redislock's own
+    code: an interrupt at every point of a call, one point per run."""
+    seen = [0]
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        if "redislock" not in frame.f_code.co_filename or "tests" in frame.f_code.co_filename:
+            return None
+        # Not inside the short mutex-held sections (the book, the engine's tables): a trace
+        # function raising at a `with` block's exit line skips its __exit__, which no signal does.
+        if isinstance(frame.f_locals.get("self"), Registry) or frame.f_code.co_name in ("own", "ensure_watchdog"):
+            return None
+        if event == "line":
+            seen[0] += 1
+            if seen[0] == line:
+                sys.settrace(None)
+                raise KeyboardInterrupt
+        return trace
+
+    return trace
+
+
+def _traced(call: Any, line: int) -> tuple[bool, Any]:
+    """Run ``call`` with an interrupt at its ``line``-th line: (interrupted, result)."""
+    sys.settrace(_interrupt_at(line))
+    try:
+        return False, call()
+    except KeyboardInterrupt:
+        return True, None
+    finally:
+        sys.settrace(None)
+
+
+def test_interrupt_anywhere_in_release_gives_the_hold_back(server: Server, r: redis.Redis, raw: redis.Redis) -> None:
+    """A KeyboardInterrupt at any point of release() (14 points before the command is sent used
+    to leave the hold renewed forever): the hold is given back, on the book and the server."""
+    locks = redislock.LockClient(r, lease=0.6)
+    try:
+        lock = locks.lock("rel-intr")
+        # From the third line: the first two are the call and the `try:` guarding the rest of
+        # release(); an interrupt there is one before release() began.
+        for line in range(3, 400):
+            assert lock.acquire()
+            interrupted, _ = _traced(lock.release, line)
+            assert believed(lock) == 0, line
+            assert wait_until(lambda: raw.exists("rel-intr") == 0, timeout=2), (line, raw.hgetall("rel-intr"))
+            if not interrupted:
+                break
+        else:
+            pytest.fail("release() was interrupted at every point tried")
+        assert line > 10, line
+        in_step(r)
+    finally:
+        locks.close()
+
+
+def test_interrupt_anywhere_in_acquire_leaks_nothing(server: Server, r: redis.Redis, raw: redis.Redis) -> None:
+    """A KeyboardInterrupt at any point of acquire(): either the caller holds the lock (acquire
+    returned True) or nothing is held, on the book or the server, and nothing is renewed."""
+    locks = redislock.LockClient(r, lease=0.6)
+    try:
+        lock = locks.lock("acq-intr")
+        for line in range(1, 600):
+            interrupted, got = _traced(lambda: lock.acquire(timeout=1), line)
+            if not interrupted:
+                assert got is True
+                lock.release()
+                break
+            assert believed(lock) == 0, line
+            assert wait_until(lambda: raw.exists("acq-intr") == 0, timeout=2), (line, raw.hgetall("acq-intr"))
+        else:
+            pytest.fail("acquire() was interrupted at every point tried")
+        assert line > 10, line
+        in_step(r)
+    finally:
+        locks.close()
+
+
+def test_renewal_stops_for_ended_threads_and_dropped_locks(server: Server, r: redis.Redis, raw: redis.Redis) -> None:
+    """Holds nobody can release any more are not renewed (they expire after their lease): the
+    thread of a default owner ended, or the Lock object was garbage-collected."""
+    locks = redislock.LockClient(r, lease=0.6)
+    try:
+        t = threading.Thread(target=lambda: locks.lock("by-thread").acquire())
+        t.start()
+        t.join()
+        assert locks.lock("dropped").acquire()  # the Lock object is gone at once
+        gc.collect()
+        kept = locks.lock("kept")
+        assert kept.acquire()
+        assert raw.exists("by-thread") == 1 and raw.exists("dropped") == 1
+        assert wait_until(lambda: raw.exists("by-thread") == 0 and raw.exists("dropped") == 0, timeout=3)
+        assert kept.owned() and raw.pttl("kept") > 0  # the others are renewed as before
+        kept.release()
+    finally:
+        locks.close()
+
+
+def test_max_hold_caps_renewal(server: Server, r: redis.Redis, raw: redis.Redis) -> None:
+    lost = threading.Event()
+    locks = redislock.LockClient(r, lease=0.6, max_hold=1.2)
+    try:
+        capped = locks.lock("capped", on_lost=lost.set)
+        free = locks.lock("uncapped", max_hold=None)
+        started = time.monotonic()
+        assert capped.acquire() and free.acquire()
+        time.sleep(0.8)  # past the first lease: still renewed
+        assert raw.exists("capped") == 1
+        assert lost.wait(timeout=2)
+        assert 1.1 < time.monotonic() - started < 1.8
+        assert wait_until(lambda: raw.exists("capped") == 0, timeout=1)
+        assert not capped.owned()
+        with pytest.raises(redislock.NotOwnedError):
+            capped.release()
+        assert free.owned()
+        free.release()
+        with pytest.raises(ValueError):
+            locks.lock("x", max_hold=0)
+        with pytest.raises(ValueError):
+            redislock.LockClient(r, max_hold=-1)
     finally:
         locks.close()

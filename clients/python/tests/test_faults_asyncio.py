@@ -10,15 +10,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import subprocess
 import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import redis
 import redis.asyncio
-from conftest import Server, lock_info
+import redis.asyncio.sentinel
+from conftest import Server, free_port, lock_info
 
 import redislock
 import redislock.asyncio as ral
@@ -302,8 +305,10 @@ async def test_asyncio_api_additions(ar: redis.asyncio.Redis, raw: redis.asyncio
         token = lock.token
         assert token is not None
         assert await lock.acquire(lease=1.0) and lock.token == token  # reentrant: same token
-        await lock.extend(20)
+        await lock.extend(20, replace_ttl=True)
         assert 19_000 < await raw.pttl("aapi") <= 20_000
+        await lock.extend(10)  # redis-py's extend: added to what is left
+        assert 29_000 < await raw.pttl("aapi") <= 30_000
         await lock.release()
         await lock.release()
         other = locks.lock("aapi", owner="holder")
@@ -383,3 +388,206 @@ async def test_forked_child_is_another_owner(server: Server, raw: redis.asyncio.
     finally:
         await locks.close()
         await ar.aclose()
+
+
+# -- issue 22 -------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["module", "lua"])
+def fresh(request: pytest.FixtureRequest, servers: list[Server]) -> Server:
+    servers.append(Server(module=request.param == "module"))
+    return servers[0]
+
+
+async def _resume_when_done(server: Server, task: asyncio.Future[object], limit: float) -> None:
+    """Keep ``server`` stopped until ``task`` ends (at most ``limit`` seconds), then resume it."""
+    await asyncio.wait({task}, timeout=limit)
+    server.resume()
+
+
+async def test_a_timed_out_read_is_never_a_grant(fresh: Server) -> None:
+    """redis.asyncio's read_response(timeout=t) returns None when t runs out, and None read as
+    nil is "granted": acquire(timeout=1) on a stopped server (socket_timeout 0.5) returned True
+    after 3.5 s while another owner held the lock, and the app's next command read the reply."""
+    ar = redis.asyncio.Redis(port=fresh.port, socket_timeout=0.5)
+    raw = redis.asyncio.Redis(port=fresh.port, socket_timeout=5)
+    locks = ral.LockClient(ar, lease=5.0)
+    try:
+        holder = locks.lock("aread", owner="holder")
+        assert await holder.acquire(lease=10)
+        lock = locks.lock("aread")
+        owner = lock.owner
+        fresh.pause()
+        started = time.monotonic()
+        attempt = asyncio.ensure_future(lock.acquire(timeout=1))
+        resumer = asyncio.ensure_future(_resume_when_done(fresh, attempt, 4.0))
+        with pytest.raises(redis.TimeoutError):
+            await attempt
+        assert time.monotonic() - started < 1 + 0.5 + 0.5  # on time, too (was 3.5 s)
+        await resumer
+        assert believed(lock, owner) == 0
+        assert await raw.hgetall("aread") == {b"holder": b"1"}
+        await in_step(ar)
+    finally:
+        fresh.resume()
+        await locks.close()
+        await ar.aclose()
+        await raw.aclose()
+
+
+@pytest.fixture(params=["module", "lua"])
+def trio_modes(request: pytest.FixtureRequest, servers: list[Server]) -> list[Server]:
+    for _ in range(3):
+        servers.append(Server(module=request.param == "module"))
+    return servers
+
+
+async def test_redlock_of_locks_held_elsewhere_is_not_granted_by_timeouts(trio_modes: list[Server]) -> None:
+    """A RedLock over three locks, all held by another owner, on servers that stop answering:
+    each component's bounded read ran out, returned None, and the RedLock returned True."""
+    ars = [redis.asyncio.Redis(port=s.port, socket_timeout=0.2) for s in trio_modes]
+    clients = [ral.LockClient(a, lease=5.0) for a in ars]
+    try:
+        for c in clients:
+            assert await c.lock("rl-held", owner="other").acquire(lease=10)
+        for s in trio_modes:
+            s.pause()
+        red = ral.RedLock([c.lock("rl-held") for c in clients])
+        started = time.monotonic()
+        attempt = asyncio.ensure_future(red.acquire(timeout=0.3))
+        try:
+            assert await attempt is False
+        finally:
+            for s in trio_modes:
+                s.resume()
+        assert time.monotonic() - started < 0.3 + 0.5
+        for a in ars:
+            assert await a.hgetall("rl-held") == {b"other": b"1"}
+            await in_step(a)
+    finally:
+        for s in trio_modes:
+            s.resume()
+        for c in clients:
+            await c.close()
+        for a in ars:
+            await a.aclose()
+
+
+async def test_wait_without_limit_outlasts_an_early_reply(module_server: Server) -> None:
+    ar = redis.asyncio.Redis(port=module_server.port, socket_timeout=5)
+    await ar.flushall()
+    locks = ral.LockClient(ar, lease=5.0)
+    limit = (await ar.config_get("lock.max-waiters"))["lock.max-waiters"]
+    try:
+        await ar.config_set("lock.max-waiters", 1)
+        holder = locks.lock("aearly", owner="holder")
+        assert await holder.acquire(lease=0.4)
+        first = asyncio.ensure_future(locks.lock("aearly", owner="first").acquire(lease=0.3))
+        assert await eventually(lambda: _waiters(ar, "aearly", 1))
+        lock = locks.lock("aearly")
+        started = time.monotonic()
+        async with lock:  # timeout None: waits behind the holder and the first waiter
+            assert await lock.owned()
+        assert 0.3 < time.monotonic() - started < 5
+        assert await first is True
+        await in_step(ar)
+    finally:
+        await ar.config_set("lock.max-waiters", limit)
+        await locks.close()
+        await ar.aclose()
+
+
+async def _waiters(r: redis.asyncio.Redis, key: str, n: int) -> bool:
+    reply = await r.execute_command("LOCK.INFO", key)
+    items = dict(zip(reply[::2], reply[1::2])) if isinstance(reply, list) else (reply or {})
+    return int(items.get(b"waiters", items.get("waiters", 0)) or 0) == n
+
+
+async def test_small_pools(server: Server) -> None:
+    """One pooled connection: a Lua-mode waiter no longer needs a second one, and a release
+    never waits for the pool (a module-mode waiter holds the only connection while it waits)."""
+    pool = redis.asyncio.BlockingConnectionPool(port=server.port, max_connections=1, timeout=2)
+    ar = redis.asyncio.Redis(connection_pool=pool)
+    locks = ral.LockClient(ar, lease=5.0)
+    try:
+        holder = locks.lock("asmall", owner="holder")
+        assert await holder.acquire(lease=3)
+        lock = locks.lock("asmall")
+        waiter = asyncio.ensure_future(lock.acquire(timeout=5))
+        await asyncio.sleep(0.3)
+        started = time.monotonic()
+        await holder.release()
+        assert time.monotonic() - started < 0.5
+        assert await asyncio.wait_for(waiter, 5) is True
+        await lock.release()
+        await in_step(ar)
+    finally:
+        await locks.close()
+        await ar.aclose()
+        await pool.disconnect()  # a pool passed in is the caller's to close (redis-py 5.0)
+
+
+async def test_renewal_stops_with_the_task_and_at_max_hold(server: Server, raw: redis.asyncio.Redis) -> None:
+    ar = redis.asyncio.Redis(port=server.port)
+    locks = ral.LockClient(ar, lease=0.6)
+    lost = asyncio.Event()
+    try:
+        lock = locks.lock("atask")
+
+        async def take() -> bool:
+            return await lock.acquire()  # for the task this runs in, which ends holding it
+
+        assert await asyncio.ensure_future(take())
+        capped = locks.lock("acapped", max_hold=1.2, on_lost=lost.set)
+        kept = locks.lock("akept")
+        assert await capped.acquire() and await kept.acquire()
+        started = time.monotonic()
+        assert await eventually(lambda: _gone(raw, "atask"), timeout=3)
+        await asyncio.wait_for(lost.wait(), 2)
+        assert 0.9 < time.monotonic() - started < 1.8
+        assert await eventually(lambda: _gone(raw, "acapped"), timeout=1)
+        assert await kept.owned()
+        await kept.release()
+    finally:
+        await locks.close()
+        await ar.aclose()
+
+
+async def test_mode_through_sentinel(tmp_path: Path, servers: list[Server]) -> None:
+    """locks.mode with a Sentinel-managed asyncio client: the connection kwargs name no host
+    (the sentinels do), and the blocking probe went to localhost:6379 instead of the master."""
+    servers.append(Server(module=True))
+    master = servers[0]
+    port = free_port()
+    conf = tmp_path / "sentinel.conf"
+    conf.write_text(f"port {port}\nbind 127.0.0.1\nsentinel monitor lockmaster 127.0.0.1 {master.port} 1\n")
+    log = open(tmp_path / "sentinel.log", "wb")  # noqa: SIM115
+    sentinel = subprocess.Popen(["redis-server", str(conf), "--sentinel"], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        probe = redis.Redis(port=port, socket_timeout=1)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                if probe.execute_command("SENTINEL", "get-master-addr-by-name", "lockmaster"):
+                    break
+            except redis.ConnectionError:
+                pass
+            assert time.monotonic() < deadline, (tmp_path / "sentinel.log").read_text()
+            await asyncio.sleep(0.02)
+        probe.close()
+        managed = redis.asyncio.sentinel.Sentinel([("127.0.0.1", port)], socket_timeout=2)
+        ar = managed.master_for("lockmaster", socket_timeout=2)
+        locks = ral.LockClient(ar, lease=5.0)
+        assert locks.mode == "module"  # before any await: the master's answer, found via the sentinel
+        lock = locks.lock("sentinel")
+        assert await lock.acquire(timeout=1)
+        assert master.client().hget("sentinel", lock.owner) == b"1"
+        await lock.release()
+        await locks.close()
+        await ar.aclose()
+        for s in managed.sentinels:
+            await s.aclose()
+    finally:
+        sentinel.kill()
+        sentinel.wait(timeout=10)
+        log.close()

@@ -144,3 +144,37 @@ def test_close_and_gc_stop_the_thread(r: redis.Redis) -> None:
     del dropped
     gc.collect()
     assert wait_until(lambda: len(watchdog_threads()) == baseline, timeout=5)
+
+
+def renewals(server: Server, r: redis.Redis) -> int:
+    """Renewals the server has run: LOCK.RENEW calls, or our Lua renew script's EVALSHA calls."""
+    if server.module:
+        return int(r.info("commandstats").get("cmdstat_lock.renew", {}).get("calls", 0))
+    return evalsha_calls(r)
+
+
+def test_each_hold_is_renewed_on_its_own_schedule(server: Server, r: redis.Redis) -> None:
+    """Redisson renews a hold lease/3 after it was taken. One schedule started with the thread
+    renewed a first hold right after its acquire, and later holds at the others' ticks (an extra
+    round trip that also overwrote a longer lease another client had just set)."""
+    raw = server.client(socket_timeout=5)
+    locks = redislock.LockClient(r, lease=4.5)  # a hold is renewed 1.5 s after it was taken
+    try:
+        first = locks.lock("own:1")
+        assert first.acquire()
+        before = renewals(server, raw)
+        time.sleep(0.3)
+        assert renewals(server, raw) == before  # not renewed right after its acquire
+        time.sleep(0.45)
+        second = locks.lock("own:2")
+        assert second.acquire()  # 0.75 s after the first
+        raw.pexpire("own:2", 60_000)  # someone sets a longer lease
+        time.sleep(0.9)  # 1.65 s after the first, 0.9 s after the second
+        assert raw.pttl("own:1") < 4_500  # the first was renewed on its schedule...
+        assert raw.pttl("own:2") > 50_000  # ...the second not yet: its own is 1.5 s after it
+        assert wait_until(lambda: raw.pttl("own:2") < 4_600, timeout=1.5)  # then it is
+        first.release()
+        second.release()
+    finally:
+        locks.close()
+        raw.close()

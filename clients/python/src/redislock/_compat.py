@@ -14,15 +14,23 @@ What is used and why:
 - ``RedisCluster.nodes_manager.initialize()``: re-read the slot map after MOVED/ASK (redis-py
   does this itself only inside ``execute_command``).
 - the asyncio cluster node's ``connection_class`` / ``connection_kwargs`` (same reason).
+- the application's ``socket_timeout`` in the pool's (or cluster's) connection kwargs: the
+  reply grace of a bounded acquire and the timeout of the client's side connections.
+- an asyncio Sentinel pool's ``service_name``, ``is_master`` and ``sentinel_manager``
+  (``sentinels``, ``sentinel_kwargs``, ``min_other_sentinels``): the blocking ``locks.mode``
+  probe asks the same sentinels for the master.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+from collections.abc import Iterator
 from typing import Any
 
 import redis
 import redis.asyncio
+import redis.sentinel
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -60,6 +68,19 @@ def bounded_params(kwargs: dict[str, Any], timeout: float, asyncio: bool) -> dic
     retry = redis.asyncio.retry.Retry(NoBackoff(), 0) if asyncio else Retry(NoBackoff(), 0)
     own.update(socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry, retry_on_timeout=False)
     return own
+
+
+def socket_timeout_of(client: Any) -> float | None:
+    """The application's ``socket_timeout`` (sync or asyncio ``Redis`` or ``RedisCluster``)."""
+    pool = getattr(client, "connection_pool", None)
+    if pool is not None:
+        kwargs = pool.connection_kwargs
+    elif hasattr(client, "nodes_manager") and hasattr(client.nodes_manager, "connection_kwargs"):
+        kwargs = client.nodes_manager.connection_kwargs  # sync RedisCluster
+    else:
+        kwargs = getattr(client, "connection_kwargs", {})  # asyncio RedisCluster
+    value = kwargs.get("socket_timeout")
+    return None if value is None else float(value)
 
 
 def own_client(pool: Any, timeout: float) -> redis.Redis:
@@ -125,3 +146,38 @@ def sync_twin(cls: type[Any], kwargs: dict[str, Any], timeout: float) -> redis.R
     accepted = _init_parameters(sync_cls)
     own = {k: v for k, v in bounded_params(kwargs, timeout, False).items() if k in accepted}
     return redis.Redis(connection_pool=redis.ConnectionPool(connection_class=sync_cls, **own))
+
+
+@contextlib.contextmanager
+def sentinel_twin(pool: Any, timeout: float) -> Iterator[redis.Redis | None]:
+    """For an asyncio Sentinel-managed pool (``Sentinel(...).master_for(...)``): a short-lived
+    sync client of the same service, found through the same sentinels (None for other pools).
+    Its connection kwargs name no host (the sentinels do): a plain twin would go to localhost."""
+    manager = getattr(pool, "sentinel_manager", None)
+    service = getattr(pool, "service_name", None)
+    if manager is None or service is None:
+        yield None
+        return
+    addresses = []
+    for client in manager.sentinels:
+        kwargs = client.connection_pool.connection_kwargs
+        addresses.append((kwargs.get("host", "localhost"), kwargs.get("port", 26379)))
+    sentinel_kwargs = {k: v for k, v in (manager.sentinel_kwargs or {}).items() if k not in _OWN_OPTIONS}
+    sentinel_kwargs.update(socket_timeout=timeout, socket_connect_timeout=timeout)
+    sentinel: Any = redis.sentinel.Sentinel(  # type: ignore[no-untyped-call]
+        addresses, min_other_sentinels=manager.min_other_sentinels, sentinel_kwargs=sentinel_kwargs
+    )
+    accepted = _init_parameters(redis.SSLConnection) | _init_parameters(redis.Connection)
+    kwargs = {k: v for k, v in pool.connection_kwargs.items() if k in accepted and k not in ("host", "port")}
+    own = bounded_params(kwargs, timeout, False)
+    if "SSL" in pool.connection_class.__name__:
+        own["ssl"] = True
+    twin = (
+        sentinel.master_for(service, **own) if getattr(pool, "is_master", True) else sentinel.slave_for(service, **own)
+    )
+    try:
+        yield twin
+    finally:
+        twin.close()
+        for client in sentinel.sentinels:
+            client.close()

@@ -45,6 +45,16 @@ def derived_name(prefix: str, name: str) -> str:
 MAX_SECONDS = 1e8
 
 
+def _encodable(text: str, what: str) -> str:
+    """A str redis-py can send: UTF-8 (a lone surrogate would fail only once a connection was
+    taken from the pool, with the command half built)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} must be valid Unicode (encodable as UTF-8), not {text!r}") from None
+    return text
+
+
 def check_name(name: object) -> str:
     """A lock name: a non-empty str, or bytes (the key of the same name decoded as UTF-8)."""
     if isinstance(name, (bytes, bytearray, memoryview)):
@@ -54,7 +64,7 @@ def check_name(name: object) -> str:
             raise ValueError(f"a bytes lock name must be UTF-8, not {name!r}") from None
     if not isinstance(name, str) or not name:
         raise ValueError(f"lock name must be a non-empty str or bytes, not {name!r}")
-    return name
+    return _encodable(name, "lock name")
 
 
 def hash_tag(key: str) -> str:
@@ -83,7 +93,21 @@ def check_cluster_name(name: str, fenced: bool) -> None:
 def check_owner(owner: object) -> str | None:
     if owner is not None and (not isinstance(owner, str) or not owner):
         raise ValueError(f"owner must be a non-empty str or None, not {owner!r}")
-    return owner
+    return None if owner is None else _encodable(owner, "owner")
+
+
+def check_callback(on_lost: object) -> Any:
+    """``on_lost`` must be callable (or None): a TypeError now, not in the watchdog later."""
+    if on_lost is not None and not callable(on_lost):
+        raise TypeError(f"on_lost must be callable or None, not {type(on_lost).__name__}")
+    return on_lost
+
+
+def check_max_hold(max_hold: object) -> float | None:
+    """The cap on a renewed hold (seconds after its acquire), None: renewed until released."""
+    if max_hold is None:
+        return None
+    return lease_ms(max_hold, "max_hold") / 1000
 
 
 def _number(value: object, what: str) -> float:
@@ -113,9 +137,14 @@ def check_timeout(timeout: object, blocking: object = True) -> float | None:
     return seconds
 
 
+# The most replicas WAIT can be asked for (the server parses a 64-bit integer; no deployment has
+# more than this).
+MAX_REPLICAS = 2**31 - 1
+
+
 def check_replicas(sync_replicas: object, sync_timeout: object) -> tuple[int, int]:
-    if isinstance(sync_replicas, bool) or not isinstance(sync_replicas, int) or sync_replicas < 0:
-        raise ValueError(f"sync_replicas must be an int >= 0, not {sync_replicas!r}")
+    if isinstance(sync_replicas, bool) or not isinstance(sync_replicas, int) or not 0 <= sync_replicas <= MAX_REPLICAS:
+        raise ValueError(f"sync_replicas must be an int between 0 and {MAX_REPLICAS}, not {sync_replicas!r}")
     return sync_replicas, lease_ms(sync_timeout, "sync_timeout")
 
 
@@ -170,6 +199,20 @@ def load_script_commands() -> list[Command]:
     return [("SCRIPT", "LOAD", body) for body in _scripts.ALL]
 
 
+class Until(float):
+    """The ``WAIT`` argument of LOCK.ACQUIRE as an absolute deadline (``time.monotonic()``),
+    turned into milliseconds only when the command is sent: the wait for a pooled connection
+    (a bounded pool whose connections other waiters hold) comes off the server-side wait."""
+
+    def ms(self) -> int:
+        return max(1, math.ceil((self - time.monotonic()) * 1000))
+
+
+def resolve(commands: list[Command]) -> list[Command]:
+    """The commands as sent now: every ``Until`` in milliseconds from now."""
+    return [tuple(a.ms() if type(a) is Until else a for a in command) for command in commands]
+
+
 class Run(NamedTuple):
     """Send ``commands`` pipelined on one connection to the node of ``key``; reply: the replies.
 
@@ -195,7 +238,13 @@ class Await(NamedTuple):
     seconds: float
 
 
-Request = Union[Run, Listen, Await]
+class Pause(NamedTuple):
+    """Sleep ``seconds`` (the client's own wait between polls); reply: None."""
+
+    seconds: float
+
+
+Request = Union[Run, Listen, Await, Pause]
 
 
 class Acquired(NamedTuple):
@@ -228,7 +277,7 @@ class Target:
         # Redisson 3.22+ publishes sharded in a cluster; the module's "auto" publish mode agrees.
         return "SPUBLISH" if self.cluster else "PUBLISH"
 
-    def acquire(self, owner: str, lease: int, fenced: bool, wait_ms: int | None) -> Command:
+    def acquire(self, owner: str, lease: int, fenced: bool, wait_ms: int | Until | None) -> Command:
         if self.mode == MODULE:
             command: list[Any] = ["LOCK.ACQUIRE", self.key, owner, lease]
             if wait_ms is not None:
@@ -294,13 +343,13 @@ class AcquirePlan:
     blocking: bool
     timeout: float | None
 
-    def _commands(self, wait_ms: int | None) -> list[Command]:
+    def _commands(self, wait_ms: int | Until | None) -> list[Command]:
         commands = [self.target.acquire(self.owner, self.lease_ms, self.fenced, wait_ms)]
         if self.sync_replicas:
             commands.append(("WAIT", self.sync_replicas, self.sync_timeout_ms))
         return commands
 
-    def _attempt(self, wait_ms: int | None, extra: float) -> Generator[Request, Any, Acquired]:
+    def _attempt(self, wait_ms: int | Until | None, extra: float) -> Generator[Request, Any, Acquired]:
         replies = yield Run(self.target.key, self._commands(wait_ms), extra)
         got = parse_acquire(raise_error(replies[0]), self.fenced)
         if got.acquired and self.sync_replicas:
@@ -314,22 +363,53 @@ class AcquirePlan:
         return got
 
 
+# An early reply to LOCK.ACQUIRE ... WAIT (the server did not queue the waiter: lock.max-waiters
+# reached, an owner id longer than lock.max-waiter-bytes, a replica) is retried after a pause that
+# starts here and doubles up to POLL_MAX, never beyond the holder's PTTL or the caller's deadline.
+POLL_MIN = 0.01
+POLL_MAX = 0.5
+# A WAIT reply this close to the caller's deadline is the server's timeout, not an early reply.
+EARLY_TOLERANCE = 0.002
+
+
+def _module_flow(plan: AcquirePlan, deadline: float | None, sync_extra: float) -> Generator[Request, Any, Acquired]:
+    """LOCK.ACQUIRE ... WAIT, again after a pause when the server answered before the wait
+    could have ended (it did not queue us), until acquired or the caller's deadline."""
+    poll = POLL_MIN
+    while True:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            return NOT_ACQUIRED
+        # WAIT 0 means no limit; the read must outlast the server-side wait.
+        wait: int | Until = 0 if deadline is None else Until(deadline)
+        extra = math.inf if remaining is None else remaining + sync_extra + WAIT_MARGIN
+        got = yield from plan._attempt(wait, extra)
+        if got.acquired:
+            return got
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= EARLY_TOLERANCE:
+            return got  # the server's own timeout: the wait is over
+        pause = poll if got.pttl <= 0 else min(poll, got.pttl / 1000)
+        if left is not None:
+            pause = min(pause, left)
+        poll = min(POLL_MAX, poll * 2)
+        yield Pause(pause)
+
+
 def acquire_flow(plan: AcquirePlan) -> Generator[Request, Any, Acquired]:
     """The acquire algorithm of both modes, as requests for a client to run.
 
-    Module mode: one LOCK.ACQUIRE, with ``WAIT`` when blocking (server-side FIFO queue).
-    Lua mode, as Redisson: attempt; subscribe to the release channel; attempt again (closes the
-    window before the subscription); then wait for a release message or the holder's PTTL,
-    whichever comes first, and attempt again, until acquired or out of time.
+    Module mode: LOCK.ACQUIRE, with ``WAIT`` when blocking (server-side FIFO queue); when the
+    server answers a WAIT before it could have timed out (it did not queue us), poll until the
+    caller's deadline. Lua mode, as Redisson: attempt; subscribe to the release channel; attempt
+    again (closes the window before the subscription); then wait for a release message or the
+    holder's PTTL, whichever comes first, and attempt again, until acquired or out of time.
     """
     sync_extra = plan.sync_timeout_ms / 1000 if plan.sync_replicas else 0.0
     deadline = None if plan.timeout is None else time.monotonic() + plan.timeout
     if plan.target.mode == MODULE:
         if plan.blocking and plan.timeout != 0:
-            # WAIT 0 means no limit; the read must outlast the server-side wait.
-            wait_ms = 0 if plan.timeout is None else max(1, math.ceil(plan.timeout * 1000))
-            extra = math.inf if plan.timeout is None else plan.timeout + sync_extra + WAIT_MARGIN
-            return (yield from plan._attempt(wait_ms, extra))
+            return (yield from _module_flow(plan, deadline, sync_extra))
         return (yield from plan._attempt(None, sync_extra))
     got = yield from plan._attempt(None, sync_extra)
     if got.acquired or not plan.blocking or plan.timeout == 0:
@@ -349,22 +429,23 @@ def acquire_flow(plan: AcquirePlan) -> Generator[Request, Any, Acquired]:
 
 
 def renew_commands(
-    mode: str, holds: list[Hold], lease: int, slot: Callable[[str], int]
+    mode: str, holds: list[tuple[Hold, int]], slot: Callable[[str], int]
 ) -> list[tuple[Command, list[Hold]]]:
-    """The watchdog's batch for one node: LOCK.RENEW per hold, or one Lua renew per hash slot."""
+    """The watchdog's batch for one node: LOCK.RENEW per hold, or one Lua renew per hash slot
+    and lease (a hold near its ``max_hold`` gets a shorter one). ``holds``: (hold, lease ms)."""
     if mode == MODULE:
-        return [(("LOCK.RENEW", h.key, h.owner, lease), [h]) for h in holds]
-    by_slot: dict[int, list[Hold]] = {}
-    for h in holds:
-        by_slot.setdefault(slot(h.key), []).append(h)
+        return [(("LOCK.RENEW", h.key, h.owner, ms), [h]) for h, ms in holds]
+    groups: dict[tuple[int, int], list[Hold]] = {}
+    for h, ms in holds:
+        groups.setdefault((slot(h.key), ms), []).append(h)
     return [
-        (evalsha(_scripts.RENEW, [h.key for h in group], [lease, *(h.owner for h in group)]), group)
-        for group in by_slot.values()
+        (evalsha(_scripts.RENEW, [h.key for h in group], [ms, *(h.owner for h in group)]), group)
+        for (_, ms), group in groups.items()
     ]
 
 
 def renew_results(reply: Any, group: list[Hold]) -> list[tuple[Hold, bool | None]]:
-    """Per hold: True renewed, False lost, None unknown (an error: try again next tick)."""
+    """Per hold: True renewed, False lost, None unknown (an error: try again soon)."""
     if is_error(reply):
         lost = str(reply).startswith("WRONGTYPE")
         return [(h, False if lost else None) for h in group]
@@ -382,21 +463,41 @@ def wants_argument(callback: Callable[..., Any]) -> bool:
     return any(p.kind in kinds or p.kind == inspect.Parameter.VAR_POSITIONAL for p in parameters)
 
 
+Alive = Callable[[], bool]
+
+
+def thread_alive(thread: threading.Thread) -> Alive:
+    """Whether the thread that took a hold still runs (its default owner id dies with it)."""
+    ref = weakref.ref(thread)
+
+    def alive() -> bool:
+        t = ref()
+        return t is not None and t.is_alive()
+
+    return alive
+
+
 class Hold:
     """This client's holds of one lock by one owner.
 
     ``expires`` is the local deadline (``time.monotonic()``) of the lease: the time the last
     successful acquire or renewal was sent, plus the lease. When it passes without a renewal,
-    the hold is lost whatever the server says (it may have expired there already).
+    the hold is lost whatever the server says (it may have expired there already). ``due`` is
+    when the watchdog renews it next (lease / 3 after it was taken or last renewed); ``cap`` the
+    end of renewal (``max_hold``); ``holder`` tells whether the thread or task whose default
+    owner holds it still exists; ``locks`` are the Lock objects that took it.
     """
 
     __slots__ = (
+        "cap",
         "closing",
         "count",
+        "due",
         "expires",
+        "holder",
         "key",
         "lease",
-        "lock_ref",
+        "locks",
         "lost",
         "on_lost",
         "owner",
@@ -405,7 +506,17 @@ class Hold:
     )
 
     def __init__(
-        self, key: str, owner: str, watch: bool, token: int | None, on_lost: Any, lock: Any, lease: float, sent: float
+        self,
+        key: str,
+        owner: str,
+        watch: bool,
+        token: int | None,
+        on_lost: Any,
+        lock: Any,
+        lease: float,
+        sent: float,
+        holder: Alive | None = None,
+        max_hold: float | None = None,
     ) -> None:
         self.key = key
         self.owner = owner
@@ -415,16 +526,49 @@ class Hold:
         self.lost = False
         self.closing = False  # the last release is on its way: the watchdog leaves it alone
         self.on_lost = on_lost
-        self.lock_ref = weakref.ref(lock) if lock is not None else None
+        self.locks: list[weakref.ref[Any]] = [weakref.ref(lock)] if lock is not None else []
+        self.holder = holder
+        self.cap = None if max_hold is None else sent + max_hold
         self.lease = lease
-        self.expires = sent + lease
+        self.expires = sent
+        self.due = sent
+        self.renewed(sent, lease)
+
+    def renewed(self, sent: float, lease: float) -> None:
+        """The lease was set to ``lease`` seconds by a command sent at ``sent``."""
+        self.expires = max(self.expires, sent + lease)
+        if self.cap is not None:
+            self.expires = min(self.expires, self.cap)
+        self.due = sent + self.lease / 3
+
+    def renewal_ms(self, now: float, lease_ms: int) -> int | None:
+        """The lease of the next renewal (shorter near ``cap``); None when renewal has ended."""
+        if self.cap is None:
+            return lease_ms
+        left = math.floor((self.cap - now) * 1000)
+        return None if left <= 0 else min(lease_ms, left)
+
+    def abandoned(self) -> str | None:
+        """Why nobody can release this hold any more (then it is not renewed), or None."""
+        if self.locks and all(ref() is None for ref in self.locks):
+            return "its Lock object was garbage-collected"
+        if self.holder is not None and not self.holder():
+            return "the thread or task that took it has ended"
+        return None
+
+    def lock(self) -> Any:
+        for ref in self.locks:
+            lock = ref()
+            if lock is not None:
+                return lock
+        return None
 
     def notify_lost(self) -> Any:
         """Call ``on_lost`` (with the lock if it takes an argument); return what it returned."""
         if self.on_lost is None:
             return None
         if wants_argument(self.on_lost):
-            return self.on_lost(self.lock_ref() if self.lock_ref is not None else None)
+            return self.on_lost(self.lock())
         return self.on_lost()
 
 
@@ -437,6 +581,28 @@ class Suspect(NamedTuple):
     until: float  # monotonic: after this, whatever the server granted has expired on its own
 
 
+class Ticket:
+    """One acquire or one release of ``owner`` on ``key`` in flight.
+
+    Every change it makes to the book is made once, under the registry's mutex, and is
+    recorded here, so an interrupt landing anywhere (``KeyboardInterrupt`` between any two
+    bytecodes) can be answered exactly: an acquire whose hold was recorded but never reached
+    the caller is taken off the book again, a release that may not have been sent still takes
+    one hold off the book, and the server is then brought to the book (``reconcile``).
+    """
+
+    __slots__ = ("applied", "begun", "hold", "key", "owner", "recorded", "sent")
+
+    def __init__(self, key: str, owner: str) -> None:
+        self.key = key
+        self.owner = owner
+        self.begun = False  # an acquire marked (key, owner) busy
+        self.recorded = False  # an acquire recorded one more hold
+        self.applied = False  # a release took its hold off the book (or the acquire was undone)
+        self.sent = False  # a command may have reached the server
+        self.hold: Hold | None = None
+
+
 class Registry:
     """The holds of one client, keyed by (lock name, owner); safe from several threads."""
 
@@ -446,16 +612,25 @@ class Registry:
         self._suspects: list[Suspect] = []
         self._busy: dict[tuple[str, str], int] = {}
 
-    def begin(self, key: str, owner: str) -> None:
+    def begin(self, ticket: Ticket) -> None:
         """An acquire of ``owner`` is on its way: clean-ups of that owner wait for it."""
         with self._mutex:
-            self._busy[(key, owner)] = self._busy.get((key, owner), 0) + 1
+            if not ticket.begun:
+                ticket.begun = True
+                k = (ticket.key, ticket.owner)
+                self._busy[k] = self._busy.get(k, 0) + 1
 
-    def finish(self, key: str, owner: str) -> None:
-        with self._mutex:
-            left = self._busy.pop((key, owner), 1) - 1
+    def _finish(self, ticket: Ticket) -> None:
+        if ticket.begun:
+            ticket.begun = False
+            k = (ticket.key, ticket.owner)
+            left = self._busy.pop(k, 1) - 1
             if left > 0:
-                self._busy[(key, owner)] = left
+                self._busy[k] = left
+
+    def finish(self, ticket: Ticket) -> None:
+        with self._mutex:
+            self._finish(ticket)
 
     def busy(self, key: str, owner: str) -> bool:
         with self._mutex:
@@ -478,54 +653,85 @@ class Registry:
             hold = self._holds.get((key, owner))
             return 0 if hold is None or hold.lost else hold.count
 
-    def acquired(
+    def record(
         self,
-        key: str,
-        owner: str,
+        ticket: Ticket,
         watch: bool,
         token: int | None,
         on_lost: Any,
         lock: Any,
         lease: float,
         sent: float,
+        holder: Alive | None = None,
+        max_hold: float | None = None,
     ) -> bool:
-        """Record one more hold; return whether the watchdog must keep it."""
+        """Record the hold an acquire got and end the acquire, in one step; returns True."""
+        key, owner = ticket.key, ticket.owner
         with self._mutex:
+            self._finish(ticket)
             hold = self._holds.get((key, owner))
             if hold is None or hold.lost:
-                hold = self._holds[(key, owner)] = Hold(key, owner, watch, token, on_lost, lock, lease, sent)
+                hold = Hold(key, owner, watch, token, on_lost, lock, lease, sent, holder, max_hold)
+                self._holds[(key, owner)] = hold
             else:
                 hold.count += 1
                 hold.watch = hold.watch or watch
                 hold.closing = False
                 hold.lease = lease
-                hold.expires = sent + lease  # a reentrant acquire resets the lease
+                if lock is not None and all(ref() is not lock for ref in hold.locks):
+                    hold.locks.append(weakref.ref(lock))
+                hold.expires = sent  # a reentrant acquire resets the lease
+                hold.renewed(sent, lease)
                 if hold.token is None:  # a reentrant acquire keeps the hold's token
                     hold.token = token
-            return hold.watch
+            ticket.recorded = True
+            ticket.hold = hold
+            return True
 
-    def begin_release(self, key: str, owner: str) -> Hold | None:
+    def abort(self, ticket: Ticket) -> None:
+        """An acquire that raises: end it, and take the hold it recorded (if it got that far)
+        off the book again; ``reconcile`` then releases it on the server."""
+        with self._mutex:
+            self._finish(ticket)
+            if ticket.recorded and not ticket.applied:
+                ticket.applied = True
+                hold = ticket.hold
+                if hold is not None and self._holds.get((hold.key, hold.owner)) is hold:
+                    hold.count -= 1
+                    if hold.count <= 0:
+                        del self._holds[(hold.key, hold.owner)]
+
+    def begin_release(self, ticket: Ticket) -> Hold | None:
         """Before a release: a lost hold raises NotOwnedError; the last one stops its renewal."""
         with self._mutex:
-            hold = self._holds.get((key, owner))
+            hold = self._holds.get((ticket.key, ticket.owner))
+            ticket.hold = hold
             if hold is None:
                 return None
             if hold.lost or (hold.watch and time.monotonic() >= hold.expires):
-                del self._holds[(key, owner)]
+                del self._holds[(ticket.key, ticket.owner)]
+                ticket.applied = True
                 raise NotOwnedError("the lock was lost (expired or released by someone else)")
             if hold.count <= 1:
                 hold.closing = True
             return hold
 
-    def end_release(self, hold: Hold | None, still_held: bool) -> None:
+    def end_release(self, ticket: Ticket, still_held: bool | None) -> bool:
+        """Take the released hold off the book, once. ``still_held``: what the server replied
+        (None: no reply, one hold less as far as the book knows). True if it changed the book."""
         with self._mutex:
-            if hold is None or self._holds.get((hold.key, hold.owner)) is not hold:
-                return
-            if still_held:
+            if ticket.applied:
+                return False
+            ticket.applied = True
+            hold = self._holds.get((ticket.key, ticket.owner))
+            if hold is None or (ticket.hold is not None and hold is not ticket.hold):
+                return False
+            if still_held is False or (still_held is None and hold.count <= 1):
+                del self._holds[(ticket.key, ticket.owner)]
+            else:
                 hold.count = max(1, hold.count - 1)
                 hold.closing = False
-            else:
-                del self._holds[(hold.key, hold.owner)]
+            return True
 
     def set_count(self, key: str, owner: str, count: int) -> None:
         """What the server says after an uncertain exchange: ``count`` holds (0: none)."""
@@ -544,23 +750,49 @@ class Registry:
             for k in [k for k in self._holds if k[0] == key]:
                 del self._holds[k]
 
+    def _kept(self) -> list[Hold]:
+        return [h for h in self._holds.values() if h.watch and not h.closing and not h.lost]
+
     def watched(self) -> list[Hold]:
         with self._mutex:
-            return [h for h in self._holds.values() if h.watch and not h.closing and not h.lost]
+            return self._kept()
 
-    def renewed(self, hold: Hold, sent: float) -> None:
+    def take_due(self, now: float, slack: float) -> tuple[list[Hold], list[tuple[Hold, str]]]:
+        """Kept holds due for renewal by ``now + slack`` (batched with the ones due now), and
+        the holds nobody can release any more (dropped from the book: not renewed, they expire
+        on the server after their lease)."""
+        due: list[Hold] = []
+        dropped: list[tuple[Hold, str]] = []
+        with self._mutex:
+            for hold in self._kept():
+                why = hold.abandoned()
+                if why is not None:
+                    del self._holds[(hold.key, hold.owner)]
+                    dropped.append((hold, why))
+                elif hold.due <= now + slack and now < hold.expires:
+                    due.append(hold)
+        return due, dropped
+
+    def renewed(self, hold: Hold, sent: float, lease: float) -> None:
         with self._mutex:
             if not hold.lost:
-                hold.expires = max(hold.expires, sent + hold.lease)
+                hold.renewed(sent, lease)
+
+    def retry(self, hold: Hold, when: float) -> None:
+        """A renewal that got no answer: try again at ``when``."""
+        with self._mutex:
+            hold.due = when
 
     def expired(self, now: float) -> list[Hold]:
-        """Kept holds whose local deadline has passed (renewals failed for a whole lease)."""
+        """Kept holds whose local deadline has passed (renewals failed for a whole lease, or
+        ``max_hold`` reached)."""
         with self._mutex:
-            return [h for h in self._holds.values() if h.watch and not h.closing and not h.lost and now >= h.expires]
+            return [h for h in self._kept() if now >= h.expires]
 
-    def next_expiry(self) -> float | None:
+    def next_wake(self) -> float | None:
+        """When the watchdog has something to do next (a renewal or a local deadline)."""
         with self._mutex:
-            times = [h.expires for h in self._holds.values() if h.watch and not h.closing and not h.lost]
+            times = [min(h.due, h.expires) for h in self._kept()]
         return min(times) if times else None
 
     def lose(self, hold: Hold) -> bool:
@@ -590,6 +822,42 @@ class Registry:
 def reconcile_commands(target: Target, owner: str, excess: int) -> list[Command]:
     """Releases that bring ``owner``'s count down by ``excess`` (keeping the TTL)."""
     return [target.release(owner) for _ in range(max(0, excess))]
+
+
+def check_locks(locks: object, kind: type[Any]) -> list[Any]:
+    """The components of a MultiLock / RedLock: a non-empty collection of ``kind`` locks."""
+    if isinstance(locks, (str, bytes)) or not hasattr(locks, "__iter__"):
+        raise TypeError(f"a MultiLock takes a list of {kind.__module__}.{kind.__name__}, not {type(locks).__name__}")
+    items = list(locks)
+    for item in items:
+        if not isinstance(item, kind):
+            raise TypeError(
+                f"a MultiLock takes {kind.__module__}.{kind.__name__} objects (from locks.lock(...)),"
+                f" not {type(item).__name__}"
+            )
+    if not items:
+        raise ValueError("a MultiLock needs at least one lock")
+    return items
+
+
+def reply_grace(socket_timeout: float | None) -> float:
+    """How long after the caller's deadline an acquire still waits for the server's answer:
+    the application's socket timeout (0.25 to 2 s), 2 s without one."""
+    if socket_timeout is None:
+        return WAIT_MARGIN
+    return min(WAIT_MARGIN, max(0.25, socket_timeout))
+
+
+def hard_deadline(
+    wait: float | None, sync_timeout_ms: int, sync_replicas: int, grace: float, deadline: float | None
+) -> float | None:
+    """The latest time (monotonic) an acquire with a finite ``wait`` may take, round trips
+    included: past it the outcome is unknown (TimeoutError, and the client releases whatever
+    the server may have granted)."""
+    if wait is None:
+        return deadline
+    hard = time.monotonic() + wait + (sync_timeout_ms / 1000 if sync_replicas else 0.0) + grace
+    return hard if deadline is None else min(hard, deadline)
 
 
 def check_client_default(timeout: object) -> float | None:

@@ -1,15 +1,18 @@
 """Exceptions of redislock. Server errors are redis-py's own exceptions and pass through.
 
-NotOwnedError is also redis-py's ``LockNotOwnedError`` (so ``except redis.exceptions.LockError``
-written for redis-py's ``Lock`` keeps working)."""
+Every error redislock raises itself is a ``redis.exceptions.LockError`` (as redis-py's ``Lock``
+raises), so ``except redis.exceptions.LockError`` written for redis-py's ``Lock`` keeps working:
+``NotOwnedError`` is also redis-py's ``LockNotOwnedError``, and ``LockTimeout`` is what redis-py
+raises when ``with lock:`` runs out of ``blocking_timeout``. (Like redis-py's, they are therefore
+also ``RedisError`` and ``ValueError``.)"""
 
 from __future__ import annotations
 
 import redis.exceptions
 
 
-class LockError(Exception):
-    """Base class of the errors redislock raises itself."""
+class LockError(redis.exceptions.LockError):
+    """Base class of the errors redislock raises itself (a ``redis.exceptions.LockError``)."""
 
 
 class NotOwnedError(LockError, redis.exceptions.LockNotOwnedError):

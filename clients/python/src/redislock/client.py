@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import logging
 import math
@@ -11,16 +13,17 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Generator, Sequence
-from typing import Any, Callable
+from collections.abc import Generator, Iterable
+from typing import Any, Callable, TypeVar
 
 from redis import Redis
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ._compat import cluster_node_pool, get_connection, own_client, refresh_slots, wait_readable
+from ._compat import cluster_node_pool, get_connection, own_client, refresh_slots, socket_timeout_of, wait_readable
 from ._core import (
     COMPONENT_GRACE,
     DEFAULT,
@@ -28,6 +31,8 @@ from ._core import (
     MODULE,
     Acquired,
     AcquirePlan,
+    Alive,
+    Await,
     Command,
     Hold,
     Listen,
@@ -36,14 +41,19 @@ from ._core import (
     Run,
     Suspect,
     Target,
+    Ticket,
     acquire_flow,
     attempt_wait,
+    check_callback,
     check_cluster_name,
+    check_locks,
+    check_max_hold,
     check_mode,
     check_name,
     check_owner,
     check_replicas,
     check_timeout,
+    hard_deadline,
     is_noscript,
     is_redirect,
     lease_ms,
@@ -57,16 +67,21 @@ from ._core import (
     redlock_validity,
     renew_commands,
     renew_results,
+    reply_grace,
+    resolve,
+    thread_alive,
     timed_out,
     uses_scripts,
 )
-from ._errors import NotOwnedError
+from ._errors import LockTimeout, NotOwnedError
 
 log = logging.getLogger("redislock")
 
 OnLost = Callable[..., Any]
 MAX_REDIRECTS = 5
 SUBSCRIBE_TIMEOUT = 7.5  # as Redisson's subscriptionTimeout
+# Socket timeout of the client's side connections when the application's has none.
+SIDE_TIMEOUT = 5.0
 
 
 def _is_cluster(client: Any) -> bool:
@@ -100,12 +115,15 @@ def _io_timeout(lease_ms: int) -> float:
 
 
 def _wait_reply(conn: Any, until: float | None) -> None:
+    """Wait for a reply to start arriving until ``until`` (None: without limit). A reply already
+    there is read even when the time has run out (the process may have been paused); no reply
+    by then is an unknown outcome: TimeoutError, and the caller disconnects."""
     while True:
-        left = None if until is None else until - time.monotonic()
-        if left is not None and left <= 0:
-            raise RedisTimeoutError("no reply in time")
+        left = None if until is None else max(0.0, until - time.monotonic())
         if wait_readable(conn, 60.0 if left is None else min(left, 60.0)):
             return
+        if until is not None and time.monotonic() >= until:
+            raise RedisTimeoutError("no reply in time: the outcome is unknown")
 
 
 def _execute(client: Any, commands: list[Command], extra: float = 0.0, deadline: float | None = None) -> list[Any]:
@@ -118,10 +136,11 @@ def _execute(client: Any, commands: list[Command], extra: float = 0.0, deadline:
     reply is ever left for the application to read (and a server-side wait ends with it).
     """
     pool = client.connection_pool
-    conn = get_connection(pool)
+    conn: Any = None
     in_step = False
     try:
-        conn.send_packed_command(conn.pack_commands(commands))
+        conn = get_connection(pool)
+        conn.send_packed_command(conn.pack_commands(resolve(commands) if extra else commands))
         until: float | None = None
         poll = False
         if extra or deadline is not None:
@@ -142,9 +161,10 @@ def _execute(client: Any, commands: list[Command], extra: float = 0.0, deadline:
         in_step = True
         return replies
     finally:
-        if not in_step:
-            conn.disconnect()
-        pool.release(conn)
+        if conn is not None:
+            if not in_step:
+                conn.disconnect()
+            pool.release(conn)
 
 
 class _Watchdog:
@@ -185,13 +205,23 @@ if hasattr(os, "register_at_fork"):
 
 class _Engine:
     """Everything a LockClient does over the network. Holds no reference to the LockClient, so
-    the watchdog thread (which holds the engine) does not keep the client alive."""
+    the watchdog thread (which holds the engine) does not keep the client alive.
 
-    def __init__(self, redis: Any, mode: str, lease: int) -> None:
+    Three kinds of connections: the application's pool (acquires, reads), this client's
+    *side* connections (releases, ``extend``, Lua-mode subscriptions, MultiLock components:
+    what must not wait behind the application's pool or hang with it; the application's socket
+    timeout or SIDE_TIMEOUT, no retries), and the watchdog's own (renewals and clean-ups, short
+    timeouts)."""
+
+    def __init__(self, redis: Any, mode: str, lease: int, max_hold: float | None = None) -> None:
         self.redis = redis
         self.cluster = _is_cluster(redis)
         self.lease_ms = lease
+        self.max_hold = max_hold
         self.io_timeout = _io_timeout(lease)
+        app_timeout = socket_timeout_of(redis)
+        self.side_timeout = app_timeout or SIDE_TIMEOUT
+        self.grace = reply_grace(app_timeout)
         self.id = str(uuid.uuid4())
         self.registry = Registry()
         self._mode: str | None = None if mode == "auto" else mode
@@ -220,17 +250,29 @@ class _Engine:
         node = self.redis.get_node_from_key(key) if key is not None else self.redis.get_default_node()
         return self.redis.get_redis_connection(node)
 
-    def own(self, key: str) -> Any:
-        """This client's own connection pool to the node of ``key`` (bounded timeouts, never
-        the application's pool): the watchdog and clean-ups use it."""
-        pool = cluster_node_pool(self.redis, key) if self.cluster else self.redis.connection_pool
+    def _pool_of(self, key: str) -> Any:
+        return cluster_node_pool(self.redis, key) if self.cluster else self.redis.connection_pool
+
+    def own(self, key: str, side: bool = False) -> Any:
+        """This client's own connection pool to the node of ``key`` (never the application's
+        pool): the watchdog's (short timeouts) or, with ``side``, the side connections."""
+        if not self.cluster:  # one server: no routing to work out
+            client = self._own.get("side" if side else "own")
+            if client is not None:
+                return client
+        pool = self._pool_of(key)
         kwargs = pool.connection_kwargs
-        name = f"{kwargs.get('host')}:{kwargs.get('port')}:{kwargs.get('path')}"
+        name = "side" if side else "own"
+        if self.cluster:
+            name = f"{name}:{kwargs.get('host')}:{kwargs.get('port')}:{kwargs.get('path')}"
         with self._mutex:
             client = self._own.get(name)
             if client is None:
-                client = self._own[name] = own_client(pool, self.io_timeout)
+                client = self._own[name] = own_client(pool, self.side_timeout if side else self.io_timeout)
             return client
+
+    def side(self, key: str) -> Any:
+        return self.own(key, side=True)
 
     def mode(self, key: str | None = None, deadline: float | None = None) -> str:
         if self._mode is None:
@@ -241,11 +283,15 @@ class _Engine:
     def target(self, key: str, deadline: float | None = None) -> Target:
         return Target(self.mode(key, deadline), key, self.cluster)
 
-    def run(self, key: str, commands: list[Command], extra: float = 0.0, deadline: float | None = None) -> list[Any]:
-        """Run pipelined commands on the node of ``key``; load our scripts on NOSCRIPT and follow
-        the cluster's slot changes (MOVED, ASK, TRYAGAIN) by asking for the slots again."""
+    def run(
+        self, key: str, commands: list[Command], extra: float = 0.0, deadline: float | None = None, side: bool = False
+    ) -> list[Any]:
+        """Run pipelined commands on the node of ``key`` (the application's pool, or with
+        ``side`` this client's side connections); load our scripts on NOSCRIPT and follow the
+        cluster's slot changes (MOVED, ASK, TRYAGAIN) by asking for the slots again."""
         for attempt in range(MAX_REDIRECTS):
-            replies = self.run_on(self.node(key), commands, extra, deadline)
+            client = self.side(key) if side else self.node(key)
+            replies = self.run_on(client, commands, extra, deadline)
             if not (self.cluster and any(is_redirect(r) for r in replies)) or attempt == MAX_REDIRECTS - 1:
                 return replies
             refresh_slots(self.redis)
@@ -269,8 +315,11 @@ class _Engine:
         return raise_error(self.run(key, [command])[0])
 
     # -- the acquire algorithm's requests -------------------------------------------------
-    def drive(self, flow: Generator[Request, Any, Acquired], deadline: float | None = None) -> tuple[Acquired, float]:
-        """Run the acquire flow; return its outcome and when its last command was sent."""
+    def drive(
+        self, flow: Generator[Request, Any, Acquired], deadline: float | None, side: bool, ticket: Ticket
+    ) -> tuple[Acquired, float]:
+        """Run the acquire flow; return its outcome and when its last command was sent. Past
+        ``deadline`` (monotonic) no reply is waited for: TimeoutError (an unknown outcome)."""
         pubsub: Any = None
         sent = time.monotonic()
         try:
@@ -283,22 +332,27 @@ class _Engine:
                     return result, sent
                 if isinstance(request, Run):
                     sent = time.monotonic()
-                    reply = self.run(request.key, request.commands, request.extra, deadline)
+                    if deadline is not None and sent >= deadline:
+                        raise RedisTimeoutError("no reply from the server in time: the outcome is unknown")
+                    ticket.sent = True
+                    reply = self.run(request.key, request.commands, request.extra, deadline, side)
                 elif isinstance(request, Listen):
                     pubsub = self._subscribe(request, deadline)
                     reply = None
+                elif isinstance(request, Await):
+                    reply = self._next_message(pubsub, _bounded(request.seconds, deadline))
                 else:
-                    seconds = request.seconds
-                    if deadline is not None:
-                        seconds = min(seconds, max(0.0, deadline - time.monotonic()))
-                    reply = self._next_message(pubsub, seconds)
+                    time.sleep(_bounded(request.seconds, deadline))
+                    reply = None
         finally:
             flow.close()
             if pubsub is not None:
                 pubsub.close()
 
     def _subscribe(self, request: Listen, deadline: float | None) -> Any:
-        pubsub = self.node(request.key).pubsub()
+        """Subscribe on a side connection of this client (not the application's pool, so a
+        waiter needs no second pooled connection for its attempts)."""
+        pubsub = self.side(request.key).pubsub()
         try:
             if self.cluster and hasattr(pubsub, "ssubscribe"):
                 pubsub.ssubscribe(request.channel)
@@ -350,26 +404,22 @@ class _Engine:
         self.registry.set_count(key, owner, min(count, keep))
         return True
 
-    def settle(self, key: str, owner: str, lease_s: float) -> None:
+    def settle(self, key: str, owner: str, lease_s: float, error: BaseException | None = None) -> None:
         """After an acquire or release whose replies were not all read: release what the
-        server granted beyond what the book holds. When the server cannot be asked now, the
-        watchdog retries until the lease has run out (then the grant has expired anyway)."""
+        server granted beyond what the book holds. When the server cannot be asked now (it did
+        not answer: ``error`` is a connection error or timeout), the watchdog retries until the
+        lease has run out (then the grant has expired anyway)."""
         suspect = Suspect(key, owner, time.monotonic() + lease_s + 1.0)
+        done = False
         try:
-            done = self.reconcile(suspect)
-        except BaseException:
-            done = False
-            raise
+            if not isinstance(error, (RedisConnectionError, RedisTimeoutError)):
+                done = self.reconcile(suspect)
+        except Exception as failure:
+            log.info("could not check %r after an interrupted call now (%r); the watchdog retries", key, failure)
         finally:
             if not done:
                 self.registry.suspect(suspect)
                 self.ensure_watchdog()
-
-    def settle_quietly(self, key: str, owner: str, lease_s: float) -> None:
-        try:
-            self.settle(key, owner, lease_s)
-        except Exception as error:
-            log.info("could not check %r after an interrupted call now (%r); the watchdog retries", key, error)
 
     # -- watchdog -------------------------------------------------------------------------
     def ensure_watchdog(self) -> None:
@@ -381,11 +431,13 @@ class _Engine:
                 self._watchdog = _Watchdog(self.tick)
 
     def tick(self) -> float:
-        """One watchdog round: renew, declare the holds past their local deadline lost, clean
-        up after interrupted calls. Returns the pause until the next round."""
+        """One watchdog round: renew the holds that are due, declare the holds past their local
+        deadline lost, clean up after interrupted calls. Returns the pause until the next round."""
         period = self.lease_ms / 3000
-        started = time.monotonic()
-        self.renew()
+        due, dropped = self.registry.take_due(time.monotonic(), period / 10)
+        for hold, why in dropped:
+            log.warning("lock %r of %r is no longer renewed: %s", hold.key, hold.owner, why)
+        self.renew(due)
         self.expire()
         for suspect in self.registry.take_suspects():
             try:
@@ -394,44 +446,47 @@ class _Engine:
                 done = False
             if not done:
                 self.registry.suspect(suspect)
-        pause = period - (time.monotonic() - started)
-        nearest = self.registry.next_expiry()
-        if nearest is not None:
-            pause = min(pause, nearest - time.monotonic())
-        if self.registry.has_suspects():
-            pause = min(pause, 0.2)
-        return max(0.005, pause)
+        return _next_pause(self.registry, period)
 
-    def renew(self) -> None:
-        """Renew every kept hold, one pipeline per node, over this client's own connections."""
-        holds = self.registry.watched()
+    def renew(self, holds: list[Hold]) -> None:
+        """Renew ``holds``, one pipeline per node, over this client's own connections."""
         if not holds or self._mode is None:
             return
-        by_node: dict[int, tuple[Any, list[Any]]] = {}
+        now = time.monotonic()
+        by_node: dict[int, tuple[Any, list[tuple[Hold, int]]]] = {}
         for hold in holds:
+            ms = hold.renewal_ms(now, self.lease_ms)
+            if ms is None:  # max_hold reached: left to expire (then lost)
+                self.registry.retry(hold, hold.expires)
+                continue
             client = self.own(hold.key)
-            by_node.setdefault(id(client), (client, []))[1].append(hold)
+            by_node.setdefault(id(client), (client, []))[1].append((hold, ms))
         for client, group in by_node.values():
-            batch = renew_commands(self._mode, group, self.lease_ms, _slot if self.cluster else _one_slot)
+            batch = renew_commands(self._mode, group, _slot if self.cluster else _one_slot)
+            leases = {id(h): ms for h, ms in group}
             sent = time.monotonic()
             try:
                 replies = self.run_on(client, [command for command, _ in batch])
             except Exception:
-                log.warning("lock renewal failed; retrying next tick", exc_info=True)
+                log.warning("lock renewal failed; retrying", exc_info=True)
+                for hold, _ in group:
+                    self.registry.retry(hold, sent + min(hold.lease / 3, 1.0))
                 continue
             if self.cluster and any(is_redirect(r) for r in replies):
                 refresh_slots(self.redis)
             for reply, (_, members) in zip(replies, batch):
                 for hold, renewed in renew_results(reply, members):
                     if renewed:
-                        self.registry.renewed(hold, sent)
+                        self.registry.renewed(hold, sent, leases[id(hold)] / 1000)
                     elif renewed is False and self.registry.lose(hold):
                         self.notify(hold)
+                    elif renewed is None:
+                        self.registry.retry(hold, sent + min(hold.lease / 3, 1.0))
 
     def expire(self) -> None:
         for hold in self.registry.expired(time.monotonic()):
             if self.registry.lose(hold):
-                log.warning("lock %r lost: no renewal succeeded for a whole lease", hold.key)
+                log.warning("lock %r lost: no renewal for a whole lease, or max_hold reached", hold.key)
                 self.notify(hold)
 
     @staticmethod
@@ -454,24 +509,88 @@ class _Engine:
             watchdog.stop(1.5)
 
 
+def _bounded(seconds: float, deadline: float | None) -> float:
+    return seconds if deadline is None else min(seconds, max(0.0, deadline - time.monotonic()))
+
+
+def _next_pause(registry: Registry, period: float) -> float:
+    """Until the watchdog's next round: the next hold due (or past its local deadline), at
+    most one renewal period, soon when clean-ups are waiting."""
+    pause = period
+    wake = registry.next_wake()
+    if wake is not None:
+        pause = min(pause, wake - time.monotonic())
+    if registry.has_suspects():
+        pause = min(pause, 0.2)
+    return max(0.005, pause)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _synchronized(lock: Any, lease: float | None, coroutine: bool) -> Callable[[F], F]:
+    """The decorator of ``locks.synchronized`` (sync functions) and of the asyncio client's
+    (coroutine functions): each call runs inside ``with lock:`` / ``async with lock:``."""
+
+    def decorate(fn: F) -> F:
+        if not callable(fn):
+            raise TypeError(f"synchronized decorates a function, not {type(fn).__name__}")
+        if inspect.iscoroutinefunction(fn) != coroutine:
+            raise TypeError(
+                "redislock.LockClient.synchronized decorates plain functions; use redislock.asyncio's for"
+                " coroutine functions"
+                if not coroutine
+                else "redislock.asyncio.LockClient.synchronized decorates coroutine functions (async def)"
+            )
+        if coroutine:
+
+            @functools.wraps(fn)
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
+                if not await lock.acquire(lease=lease):
+                    raise timed_out(lock.name, lock.timeout)
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    await lock.release()
+
+            run_async.lock = lock  # type: ignore[attr-defined]
+            return run_async  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if not lock.acquire(lease=lease):
+                raise timed_out(lock.name, lock.timeout)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                lock.release()
+
+        run.lock = lock  # type: ignore[attr-defined]
+        return run  # type: ignore[return-value]
+
+    return decorate
+
+
 class LockClient:
     """Distributed locks on one Redis deployment (``redis.Redis`` or ``redis.cluster.RedisCluster``).
 
     ``lease`` (seconds) is the lease of locks acquired without an explicit one; the watchdog
-    renews those every ``lease / 3`` until they are released. ``mode`` is ``"auto"`` (use the
-    redis-lock module's LOCK.* commands when ``COMMAND INFO lock.acquire`` finds them, Lua
-    scripts otherwise), ``"module"`` or ``"lua"``.
+    renews those every ``lease / 3`` until they are released, for at most ``max_hold`` seconds
+    after their acquire when it is set. ``mode`` is ``"auto"`` (use the redis-lock module's
+    LOCK.* commands when ``COMMAND INFO lock.acquire`` finds them, Lua scripts otherwise),
+    ``"module"`` or ``"lua"``.
     """
 
-    def __init__(self, redis: Any, lease: float = 30.0, mode: str = "auto") -> None:
+    def __init__(self, redis: Any, lease: float = 30.0, mode: str = "auto", max_hold: float | None = None) -> None:
         if not isinstance(redis, (Redis, RedisCluster)):
             raise TypeError(
                 f"LockClient needs a redis.Redis or redis.cluster.RedisCluster, not {type(redis).__name__}"
                 " (use redislock.asyncio.LockClient for redis.asyncio clients)"
             )
-        self._engine = _Engine(redis, check_mode(mode), lease_ms(lease))
+        self._engine = _Engine(redis, check_mode(mode), lease_ms(lease), check_max_hold(max_hold))
         self.redis = redis
         self.lease = float(lease)
+        self.max_hold = self._engine.max_hold
         self._finalizer = weakref.finalize(self, self._engine.close)
 
     @property
@@ -493,10 +612,24 @@ class LockClient:
         sync_timeout: float = 1.0,
         on_lost: OnLost | None = None,
         timeout: float | None = None,
+        max_hold: Any = DEFAULT,
     ) -> Lock:
         """A lock object for ``name`` (nothing is sent until it is used). ``timeout`` is the
-        default wait of ``acquire()`` and of ``with lock:`` (None: as long as it takes)."""
-        return Lock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost, timeout)
+        default wait of ``acquire()`` and of ``with lock:`` (None: as long as it takes);
+        ``max_hold`` caps the renewal of its holds (default: the client's ``max_hold``)."""
+        return Lock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost, timeout, max_hold)
+
+    def synchronized(
+        self, name: str | bytes, *, timeout: float | None = None, lease: float | None = None, **options: Any
+    ) -> Callable[[F], F]:
+        """A decorator: every call of the function runs holding the lock ``name``
+        (``with locks.lock(name, timeout=timeout, **options):``, ``lease`` as ``acquire``'s);
+        ``redislock.LockTimeout`` when ``timeout`` runs out. For plain functions; the asyncio
+        client's decorates coroutine functions."""
+        lock = self.lock(name, timeout=timeout, **options)
+        if lease is not None:
+            lease_ms(lease)
+        return _synchronized(lock, lease, coroutine=False)
 
     def close(self) -> None:
         """Stop the watchdog thread (held locks are no longer renewed). Idempotent; returns
@@ -529,19 +662,25 @@ class Lock:
         sync_timeout: float = 1.0,
         on_lost: OnLost | None = None,
         timeout: float | None = None,
+        max_hold: Any = DEFAULT,
     ) -> None:
         self.name = check_name(name)
         self._pinned = check_owner(owner)
         self._replicas, self._sync_ms = check_replicas(sync_replicas, sync_timeout)
         self.timeout = check_timeout(timeout)
+        self.on_lost = check_callback(on_lost)
+        self.max_hold = client.max_hold if max_hold is DEFAULT else check_max_hold(max_hold)
         self.client = client
         self.fenced = bool(fenced)
-        self.on_lost = on_lost
 
     @property
     def owner(self) -> str:
         """The owner id of the calling thread (or the pinned one)."""
         return self._pinned or f"{self.client.id}:{_thread_number()}"
+
+    def _holder(self) -> Alive | None:
+        """What a default owner's hold lives with: the calling thread (pinned owners: nothing)."""
+        return None if self._pinned else thread_alive(threading.current_thread())
 
     @property
     def _engine(self) -> _Engine:
@@ -553,81 +692,116 @@ class Lock:
         ``blocking=False``: one attempt. ``timeout``: by default the lock's ``timeout``.
         ``lease=None``: ``client.lease``, renewed by the watchdog until released; ``lease=s``: a
         fixed lease, no renewal. Reentrant acquires add a hold (and keep its fencing token).
+        With a finite ``timeout`` the call returns by ``timeout`` + the reply grace (the
+        application's socket timeout, 0.25-2 s): a server that has not answered by then raises
+        ``redis.TimeoutError`` (whatever it may have granted is released).
         """
         if timeout is DEFAULT:
             timeout = self.timeout if blocking else None
         wait = check_timeout(timeout, blocking)
         if lease is not None:
             lease_ms(lease)
-        return self._acquire_as(self.owner, blocking, wait, lease)
+        return self._acquire_as(self.owner, blocking, wait, lease, holder=self._holder())
 
     def _acquire_as(
-        self, owner: str, blocking: bool, wait: float | None, lease: float | None, deadline: float | None = None
+        self,
+        owner: str,
+        blocking: bool,
+        wait: float | None,
+        lease: float | None,
+        deadline: float | None = None,
+        side: bool = False,
+        holder: Alive | None = None,
     ) -> bool:
         engine = self._engine
-        hold_ms = engine.lease_ms if lease is None else lease_ms(lease)
+        if lease is not None:
+            hold_ms = lease_ms(lease)
+        else:
+            hold_ms = engine.lease_ms if self.max_hold is None else min(engine.lease_ms, lease_ms(self.max_hold))
         if engine.closed:
             raise RuntimeError("the LockClient is closed")
-        target = engine.target(self.name, deadline)
-        if engine.cluster and target.mode == LUA:
-            check_cluster_name(self.name, self.fenced)
-        plan = AcquirePlan(target, owner, hold_ms, self.fenced, self._replicas, self._sync_ms, bool(blocking), wait)
-        waits = target.mode == MODULE and bool(blocking) and wait != 0
-        recorded = False
-        engine.registry.begin(self.name, owner)
+        ticket = Ticket(self.name, owner)
         try:
-            got, sent = engine.drive(acquire_flow(plan), deadline)
-            if got.acquired:
-                # A granted WAIT started its lease when the reply left the server.
-                start = time.monotonic() if waits else sent
-                if engine.registry.acquired(
-                    self.name, owner, lease is None, got.token, self.on_lost, self, hold_ms / 1000, start
-                ):
-                    engine.ensure_watchdog()
-            recorded = True
-        except BaseException:
-            engine.registry.finish(self.name, owner)
-            if not recorded:
-                # Sent, but the reply was not read (or not recorded): the server may have granted
-                # the lock. Release what it granted beyond what the book holds.
-                engine.settle_quietly(self.name, owner, hold_ms / 1000)
+            if lease is None:
+                engine.ensure_watchdog()  # before a hold exists: starting a thread can be interrupted
+            engine.registry.begin(ticket)
+            deadline = hard_deadline(wait, self._sync_ms, self._replicas, engine.grace, deadline)
+            target = engine.target(self.name, deadline)
+            if engine.cluster and target.mode == LUA:
+                check_cluster_name(self.name, self.fenced)
+            plan = AcquirePlan(target, owner, hold_ms, self.fenced, self._replicas, self._sync_ms, blocking, wait)
+            waits = target.mode == MODULE and bool(blocking) and wait != 0
+            got, sent = engine.drive(acquire_flow(plan), deadline, side, ticket)
+            if not got.acquired:
+                engine.registry.finish(ticket)
+                return False
+            # A granted WAIT started its lease when the reply left the server.
+            start = time.monotonic() if waits else sent
+            # Recording the hold is the last step: nothing between it and the caller.
+            return engine.registry.record(
+                ticket, lease is None, got.token, self.on_lost, self, hold_ms / 1000, start, holder, self.max_hold
+            )
+        except BaseException as error:
+            # The hold this call may have recorded is taken off the book; what the server may
+            # have granted beyond the book (a reply never read) is released.
+            engine.registry.abort(ticket)
+            if ticket.sent:
+                engine.settle(self.name, owner, hold_ms / 1000, error)
             raise
-        engine.registry.finish(self.name, owner)
-        return got.acquired
 
     def release(self) -> None:
-        """Give back one hold; the last one frees the lock. NotOwnedError if not held."""
-        self._release_as(self.owner)
+        """Give back one hold; the last one frees the lock. NotOwnedError if not held.
 
-    def _release_as(self, owner: str) -> None:
-        engine = self._engine
-        hold = engine.registry.begin_release(self.name, owner)
-        rearm = engine.lease_ms if hold is not None and hold.watch else 0
-        still_held = hold is not None and not hold.closing
-        done = False
-        try:
-            still_held = not parse_release(engine.run(self.name, [engine.target(self.name).release(owner, rearm)])[0])
-            done = True
+        Sent on a connection of the client's own (not the application's pool, so waiters
+        cannot starve it). Interrupted (``KeyboardInterrupt``, an exception), it still gives the
+        hold back: off the book at once, and on the server now or by the watchdog."""
+        self._release_as(None)
+
+    def _release_as(self, owner: str | None) -> None:
+        try:  # first: an interrupt at any later point still gives the hold back
+            ticket = None
+            owner = owner or self.owner
+            engine = self._engine
+            ticket = Ticket(self.name, owner)
+            hold = engine.registry.begin_release(ticket)
+            rearm = engine.lease_ms if hold is not None and hold.watch else 0
+            command = engine.target(self.name).release(owner, rearm)
+            ticket.sent = True
+            freed = parse_release(engine.run(self.name, [command], side=True)[0])
+            engine.registry.end_release(ticket, not freed)
         except NotOwnedError:
-            still_held = False
-            done = True
+            if ticket is not None:
+                self._engine.registry.end_release(ticket, False)
             raise
-        finally:
-            if done or hold is None:
-                engine.registry.end_release(hold, still_held)
-            else:
-                engine.registry.end_release(hold, hold.count > 1)
-                # The release may or may not have run: make the server hold one less than before.
-                engine.settle_quietly(self.name, owner, engine.lease_ms / 1000)
+        except BaseException as error:
+            self._abandon_release(locals().get("ticket"), owner, error)
+            raise
 
-    def extend(self, lease: float) -> None:
-        """Set the remaining lease of this owner's hold to ``lease`` seconds (NotOwnedError if
-        it does not hold the lock). Meant for fixed-lease holds; kept holds stay renewed."""
-        ms = lease_ms(lease)
+    def _abandon_release(self, ticket: Ticket | None, owner: str | None, error: BaseException) -> None:
+        """A release that raised before its reply was read: one hold less on the book, then
+        the server is brought to the book (release sent or not)."""
+        engine = self._engine
+        ticket = ticket or Ticket(self.name, owner or self.owner)
+        if ticket.hold is None and not ticket.applied:
+            ticket.hold = engine.registry.get(ticket.key, ticket.owner)
+        # Only a hold the book knows is reconciled (the server's count for an owner this
+        # client never recorded is not its to change).
+        if engine.registry.end_release(ticket, None) or (ticket.sent and ticket.hold is not None):
+            engine.settle(ticket.key, ticket.owner, engine.lease_ms / 1000, error)
+
+    def extend(self, additional_time: float, replace_ttl: bool = False) -> None:
+        """As redis-py's ``Lock.extend``: add ``additional_time`` seconds to the lease left, or
+        with ``replace_ttl=True`` set the lease left to it. NotOwnedError if this owner does
+        not hold the lock. Meant for fixed-lease holds (kept holds stay renewed)."""
+        ms = lease_ms(additional_time, "additional_time")
         engine = self._engine
         owner = self.owner
+        target = engine.target(self.name)
+        if not replace_ttl:
+            pttl = int(raise_error(engine.run(self.name, [("PTTL", self.name)], side=True)[0]))
+            ms = ms + pttl if pttl > 0 else ms
         sent = time.monotonic()
-        if not parse_renew(engine.run(self.name, [engine.target(self.name).renew(owner, ms)])[0]):
+        if not parse_renew(engine.run(self.name, [target.renew(owner, ms)], side=True)[0]):
             hold = engine.registry.get(self.name, owner)
             if hold is not None:
                 engine.registry.lose(hold)
@@ -696,11 +870,21 @@ class _Attempt:
         self.decided = False
 
     def run(
-        self, i: int, lock: Lock, owner: str, blocking: bool, each: float, lease: float | None, until: float
+        self,
+        i: int,
+        lock: Lock,
+        owner: str,
+        blocking: bool,
+        each: float,
+        lease: float | None,
+        until: float,
+        holder: Alive | None,
     ) -> None:
         outcome: Any
         try:
-            outcome = lock._acquire_as(owner, blocking, each, lease, until)
+            # On the component client's side connections: a hung server blocks this thread
+            # (bounded by their socket timeout), never a connection of the application's pool.
+            outcome = lock._acquire_as(owner, blocking, each, lease, until, side=True, holder=holder)
         except Exception as error:
             log.info("a component lock failed: %r", error)
             outcome = error
@@ -718,15 +902,15 @@ class MultiLock:
 
     The components are tried in parallel, each with the time left; the attempt is decided as
     soon as its outcome is known (a hung server does not hold it up). On failure or interrupt
-    every component taken in the attempt is given back.
+    every component taken in the attempt is given back. ``timeout`` is the default wait of
+    ``acquire()`` and of ``with``.
     """
 
     _majority = False
 
-    def __init__(self, locks: Sequence[Lock]) -> None:
-        if not locks:
-            raise ValueError("a MultiLock needs at least one lock")
-        self.locks = list(locks)
+    def __init__(self, locks: Iterable[Lock], timeout: float | None = None) -> None:
+        self.locks: list[Lock] = check_locks(locks, Lock)
+        self.timeout = check_timeout(timeout)
         self.validity: float | None = None
         self._held: dict[tuple[str, ...], list[list[int]]] = {}
         self._mutex = threading.Lock()
@@ -734,10 +918,13 @@ class MultiLock:
     def _owners(self) -> tuple[str, ...]:
         return tuple(lock.owner for lock in self.locks)
 
-    def acquire(self, blocking: bool = True, timeout: float | None = None, lease: float | None = None) -> bool:
+    def acquire(self, blocking: bool = True, timeout: Any = DEFAULT, lease: float | None = None) -> bool:
+        if timeout is DEFAULT:
+            timeout = self.timeout if blocking else None
         wait = check_timeout(timeout, blocking)
         lease_s = self.locks[0].client.lease if lease is None else lease_ms(lease) / 1000
         owners = self._owners()
+        holder = thread_alive(threading.current_thread())
         count = len(self.locks)
         need = quorum(count, self._majority)
         deadline = None if wait is None else time.monotonic() + wait
@@ -748,7 +935,7 @@ class MultiLock:
             until = started + each + COMPONENT_GRACE
             if deadline is not None:
                 until = min(until, deadline + COMPONENT_GRACE)
-            taken = self._attempt(owners, each, lease, until, need)
+            taken = self._attempt(owners, each, lease, until, need, holder)
             if taken is not None:
                 validity = redlock_validity(lease_s, time.monotonic() - started)
                 if not self._majority or validity > 0:
@@ -764,7 +951,7 @@ class MultiLock:
             time.sleep(pause if left is None else min(pause, left))
 
     def _attempt(
-        self, owners: tuple[str, ...], each: float, lease: float | None, until: float, need: int
+        self, owners: tuple[str, ...], each: float, lease: float | None, until: float, need: int, holder: Alive
     ) -> list[int] | None:
         """Components taken when at least ``need`` were, else None (and nothing is held)."""
         attempt = _Attempt()
@@ -772,13 +959,13 @@ class MultiLock:
         for i, (lock, owner) in enumerate(zip(self.locks, owners)):
             worker = threading.Thread(
                 target=attempt.run,
-                args=(i, lock, owner, each > 0, each, lease, until),
+                args=(i, lock, owner, each > 0, each, lease, until, None if lock._pinned else holder),
                 name="redislock-multi",
                 daemon=True,
             )
             worker.start()
         taken: list[int] = []
-        success = False
+        success = interrupted = False
         try:
             with attempt.cond:
                 while True:
@@ -791,12 +978,19 @@ class MultiLock:
                     if failed > count - need or left <= 0:
                         break
                     attempt.cond.wait(left)
-                attempt.decided = True
+                attempt.decided = success
+        except BaseException:
+            interrupted = True
+            raise
         finally:
             if not success:
                 # Failure, or an interrupt (KeyboardInterrupt) while waiting: give back every
-                # component taken so far; late ones give themselves back.
+                # component taken so far, after a short wait (not when interrupted) for those
+                # about to answer; any later give themselves back.
+                settle = min(until, time.monotonic() + COMPONENT_GRACE)
                 with attempt.cond:
+                    while not interrupted and len(attempt.outcomes) < count and (left := settle - time.monotonic()) > 0:
+                        attempt.cond.wait(left)
                     attempt.decided = True
                     taken = sorted(i for i, ok in attempt.outcomes.items() if ok is True)
                 self._give_back(taken, owners)
@@ -832,7 +1026,8 @@ class MultiLock:
             raise errors[0]
 
     def __enter__(self) -> MultiLock:
-        self.acquire()
+        if not self.acquire():
+            raise LockTimeout(f"could not acquire {self!r} within {self.timeout} s")
         return self
 
     def __exit__(self, *exc: object) -> None:

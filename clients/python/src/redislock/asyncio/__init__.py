@@ -13,16 +13,18 @@ import logging
 import math
 import os
 import random
+import sys
 import time
 import uuid
 import weakref
-from collections.abc import Coroutine, Generator, Sequence
+from collections.abc import Coroutine, Generator, Iterable
 from typing import Any, Callable
 
 import redis
 import redis.asyncio
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -32,6 +34,8 @@ from .._compat import (
     own_client_async,
     pool_params,
     refresh_slots,
+    sentinel_twin,
+    socket_timeout_of,
     startup_node_params_async,
     sync_twin,
 )
@@ -42,6 +46,8 @@ from .._core import (
     MODULE,
     Acquired,
     AcquirePlan,
+    Alive,
+    Await,
     Command,
     Hold,
     Listen,
@@ -50,14 +56,19 @@ from .._core import (
     Run,
     Suspect,
     Target,
+    Ticket,
     acquire_flow,
     attempt_wait,
+    check_callback,
     check_cluster_name,
+    check_locks,
+    check_max_hold,
     check_mode,
     check_name,
     check_owner,
     check_replicas,
     check_timeout,
+    hard_deadline,
     is_noscript,
     is_redirect,
     lease_ms,
@@ -71,17 +82,34 @@ from .._core import (
     redlock_validity,
     renew_commands,
     renew_results,
+    reply_grace,
+    resolve,
     timed_out,
     uses_scripts,
 )
 from .._errors import LockError, LockTimeout, NotOwnedError, ReplicaSyncError
-from ..client import MAX_REDIRECTS, SUBSCRIBE_TIMEOUT, _io_timeout, _is_cluster, _one_slot, _slot
+from ..client import (
+    MAX_REDIRECTS,
+    SIDE_TIMEOUT,
+    SUBSCRIBE_TIMEOUT,
+    F,
+    _bounded,
+    _io_timeout,
+    _is_cluster,
+    _next_pause,
+    _one_slot,
+    _slot,
+    _synchronized,
+)
 from ..client import _execute as _execute_blocking
 
 log = logging.getLogger("redislock")
 
 OnLost = Callable[..., Any]
 NO_LIMIT = 365 * 86400.0  # a read timeout that never ends (redis-py < 8 has no "infinite")
+# A bounded read gives the event loop at least this long to take in a reply that is already
+# there (after the loop itself was blocked past the deadline).
+MIN_READ = 0.01
 
 _task_numbers: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
 _numbers = itertools.count(1)
@@ -104,6 +132,42 @@ def _in_task() -> bool:
         return False
 
 
+def _task_alive() -> Alive | None:
+    """Whether the calling task (whose default owner takes a hold) is still running."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return None
+    if task is None:
+        return None
+    ref = weakref.ref(task)
+
+    def alive() -> bool:
+        t = ref()
+        return t is not None and not t.done()
+
+    return alive
+
+
+async def _read(conn: Any, seconds: float | None) -> Any:
+    """One reply, waiting at most ``seconds`` (None: without limit, beyond the socket timeout).
+
+    Never ``read_response(timeout=t)`` with a real limit: when ``t`` runs out, redis.asyncio
+    returns None (5.0 to 8.x), the same as a nil reply, which for LOCK.ACQUIRE means "granted".
+    The limit is ours instead: running out raises TimeoutError, an unknown outcome, and the
+    caller disconnects the connection (and releases whatever the server may have granted)."""
+    if seconds is None:
+        return await conn.read_response(timeout=NO_LIMIT)
+    seconds = max(seconds, MIN_READ)
+    try:
+        if sys.version_info >= (3, 11):
+            async with asyncio.timeout(seconds):
+                return await conn.read_response(timeout=NO_LIMIT)
+        return await asyncio.wait_for(conn.read_response(timeout=NO_LIMIT), seconds)
+    except asyncio.TimeoutError:
+        raise RedisTimeoutError("no reply in time: the outcome is unknown") from None
+
+
 async def _execute(
     client: Any, commands: list[Command], extra: float = 0.0, deadline: float | None = None
 ) -> list[Any]:
@@ -111,10 +175,11 @@ async def _execute(
     bounded (``deadline``) wait for replies; an exception or cancellation before the last reply
     was read disconnects the connection before it goes back to the pool."""
     pool = client.connection_pool
-    conn = await get_connection_async(pool)
+    conn: Any = None
     in_step = False
     try:
-        await conn.send_packed_command(conn.pack_commands(commands))
+        conn = await get_connection_async(pool)
+        await conn.send_packed_command(conn.pack_commands(resolve(commands) if extra else commands))
         until: float | None = None
         bounded = bool(extra) or deadline is not None
         if bounded:
@@ -124,21 +189,20 @@ async def _execute(
                 until = deadline if until is None else min(until, deadline)
         replies: list[Any] = []
         for _ in commands:
-            timeout: float | None = None
-            if bounded:
-                timeout = NO_LIMIT if until is None else until - time.monotonic()
-                if timeout <= 0:
-                    raise RedisTimeoutError("no reply in time")
             try:
-                replies.append(await conn.read_response(timeout=timeout))
+                if bounded:
+                    replies.append(await _read(conn, None if until is None else until - time.monotonic()))
+                else:  # the socket timeout applies, and raises
+                    replies.append(await conn.read_response())
             except ResponseError as error:
                 replies.append(error)
         in_step = True
         return replies
     finally:
-        if not in_step:
-            await conn.disconnect(nowait=True)
-        await pool.release(conn)
+        if conn is not None:
+            if not in_step:
+                await conn.disconnect(nowait=True)
+            await pool.release(conn)
 
 
 async def _close(resource: Any) -> None:
@@ -159,11 +223,19 @@ if hasattr(os, "register_at_fork"):
 
 
 class _Engine:
-    def __init__(self, redis_client: Any, mode: str, lease: int) -> None:
+    """As the blocking client's engine: the application's connections for acquires and
+    reads, side connections of its own for releases, ``extend``, Lua-mode subscriptions and
+    MultiLock components, and the watchdog's own connections."""
+
+    def __init__(self, redis_client: Any, mode: str, lease: int, max_hold: float | None = None) -> None:
         self.redis = redis_client
         self.cluster = _is_cluster(redis_client)
         self.lease_ms = lease
+        self.max_hold = max_hold
         self.io_timeout = _io_timeout(lease)
+        app_timeout = socket_timeout_of(redis_client)
+        self.side_timeout = app_timeout or SIDE_TIMEOUT
+        self.grace = reply_grace(app_timeout)
         self.id = str(uuid.uuid4())
         self.registry = Registry()
         self.mode_now: str | None = None if mode == "auto" else mode
@@ -205,12 +277,20 @@ class _Engine:
             client = self._nodes[name] = redis.asyncio.Redis(connection_pool=pool)
         return client
 
-    async def own(self, key: str) -> Any:
-        """This client's own connections to the node of ``key`` (watchdog, clean-ups)."""
+    async def own(self, key: str, side: bool = False) -> Any:
+        """This client's own connections to the node of ``key``: the watchdog's (short
+        timeouts) or, with ``side``, the side connections."""
+        kind = "side" if side else "own"
+        if not self.cluster:  # one server: no routing to work out
+            client = self._own.get(kind)
+            if client is not None:
+                return client
         name, cls, kwargs = await self._node_params(key)
+        name = f"{kind}:{name}" if self.cluster else kind
         client = self._own.get(name)
         if client is None:
-            client = self._own[name] = own_client_async(cls, kwargs, self.io_timeout)
+            timeout = self.side_timeout if side else self.io_timeout
+            client = self._own[name] = own_client_async(cls, kwargs, timeout)
         return client
 
     async def mode(self, key: str | None = None, deadline: float | None = None) -> str:
@@ -221,14 +301,19 @@ class _Engine:
 
     def mode_blocking(self) -> str:
         """Detect the mode before any use, over a short-lived blocking connection of the same
-        kind (TCP, unix socket, TLS) as the application's."""
+        kind (TCP, unix socket, TLS, Sentinel-managed) as the application's."""
         if self.mode_now is None:
-            if self.cluster:
-                cls, kwargs = startup_node_params_async(self.redis)
-            else:
-                cls, kwargs = pool_params(self.redis.connection_pool)
-            with sync_twin(cls, kwargs, max(self.io_timeout, 2.0)) as probe:
-                reply = _execute_blocking(probe, [("COMMAND", "INFO", "lock.acquire")], 0.0)[0]
+            timeout = max(self.io_timeout, 2.0)
+            pool = None if self.cluster else self.redis.connection_pool
+            with sentinel_twin(pool, timeout) as sentinel:
+                if sentinel is not None:
+                    probe = sentinel
+                elif self.cluster:
+                    probe = sync_twin(*startup_node_params_async(self.redis), timeout)
+                else:
+                    probe = sync_twin(*pool_params(pool), timeout)
+                with probe:
+                    reply = _execute_blocking(probe, [("COMMAND", "INFO", "lock.acquire")], 0.0)[0]
             self.mode_now = MODULE if module_loaded(raise_error(reply)) else LUA
         return self.mode_now
 
@@ -236,10 +321,11 @@ class _Engine:
         return Target(await self.mode(key, deadline), key, self.cluster)
 
     async def run(
-        self, key: str, commands: list[Command], extra: float = 0.0, deadline: float | None = None
+        self, key: str, commands: list[Command], extra: float = 0.0, deadline: float | None = None, side: bool = False
     ) -> list[Any]:
         for attempt in range(MAX_REDIRECTS):
-            replies = await self.run_on(await self.node(key), commands, extra, deadline)
+            client = await self.own(key, side=True) if side else await self.node(key)
+            replies = await self.run_on(client, commands, extra, deadline)
             if not (self.cluster and any(is_redirect(r) for r in replies)) or attempt == MAX_REDIRECTS - 1:
                 return replies
             await refresh_slots(self.redis)
@@ -262,7 +348,7 @@ class _Engine:
         return raise_error((await self.run(key, [command]))[0])
 
     async def drive(
-        self, flow: Generator[Request, Any, Acquired], deadline: float | None = None
+        self, flow: Generator[Request, Any, Acquired], deadline: float | None, side: bool, ticket: Ticket
     ) -> tuple[Acquired, float]:
         pubsub: Any = None
         sent = time.monotonic()
@@ -276,22 +362,26 @@ class _Engine:
                     return result, sent
                 if isinstance(request, Run):
                     sent = time.monotonic()
-                    reply = await self.run(request.key, request.commands, request.extra, deadline)
+                    if deadline is not None and sent >= deadline:
+                        raise RedisTimeoutError("no reply from the server in time: the outcome is unknown")
+                    ticket.sent = True
+                    reply = await self.run(request.key, request.commands, request.extra, deadline, side)
                 elif isinstance(request, Listen):
                     pubsub = await self._subscribe(request, deadline)
                     reply = None
+                elif isinstance(request, Await):
+                    reply = await self._next_message(pubsub, _bounded(request.seconds, deadline))
                 else:
-                    seconds = request.seconds
-                    if deadline is not None:
-                        seconds = min(seconds, max(0.0, deadline - time.monotonic()))
-                    reply = await self._next_message(pubsub, seconds)
+                    await asyncio.sleep(_bounded(request.seconds, deadline))
+                    reply = None
         finally:
             flow.close()
             if pubsub is not None:
                 await _close(pubsub)
 
     async def _subscribe(self, request: Listen, deadline: float | None) -> Any:
-        pubsub = (await self.node(request.key)).pubsub()
+        """Subscribe on a side connection of this client, not the application's pool."""
+        pubsub = (await self.own(request.key, side=True)).pubsub()
         try:
             if self.cluster and hasattr(pubsub, "ssubscribe"):
                 await pubsub.ssubscribe(request.channel)
@@ -313,6 +403,7 @@ class _Engine:
 
     @staticmethod
     async def _next_message(pubsub: Any, seconds: float) -> bool:
+        # get_message(timeout=) returning None here is "no message yet", not a reply.
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
             message = await pubsub.get_message(timeout=left)
@@ -341,10 +432,11 @@ class _Engine:
         self.registry.set_count(key, owner, min(count, keep))
         return True
 
-    async def _settle(self, suspect: Suspect) -> None:
+    async def _settle(self, suspect: Suspect, now: bool) -> None:
         done = False
         try:
-            done = await self.reconcile(suspect)
+            if now:
+                done = await self.reconcile(suspect)
         except Exception as error:
             log.info("could not check %r after an interrupted call now (%r); the watchdog retries", suspect.key, error)
         finally:
@@ -352,12 +444,14 @@ class _Engine:
                 self.registry.suspect(suspect)
                 self.ensure_watchdog()
 
-    async def settle(self, key: str, owner: str, lease_s: float) -> None:
+    async def settle(self, key: str, owner: str, lease_s: float, error: BaseException | None = None) -> None:
         """After an acquire or release whose replies were not all read (an exception, a
-        cancellation): release what the server granted beyond the book. Runs in a task of its
-        own that a second cancellation does not stop."""
+        cancellation, a timeout): release what the server granted beyond the book. Runs in a
+        task of its own that a second cancellation does not stop; a server that did not answer
+        is left to the watchdog."""
         suspect = Suspect(key, owner, time.monotonic() + lease_s + 1.0)
-        task = asyncio.get_running_loop().create_task(self._settle(suspect))
+        now = not isinstance(error, (RedisConnectionError, RedisTimeoutError))
+        task = asyncio.get_running_loop().create_task(self._settle(suspect, now))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         await asyncio.shield(task)
@@ -379,8 +473,10 @@ class _Engine:
 
     async def tick(self) -> float:
         period = self.lease_ms / 3000
-        started = time.monotonic()
-        await self.renew()
+        due, dropped = self.registry.take_due(time.monotonic(), period / 10)
+        for hold, why in dropped:
+            log.warning("lock %r of %r is no longer renewed: %s", hold.key, hold.owner, why)
+        await self.renew(due)
         await self.expire()
         for suspect in self.registry.take_suspects():
             try:
@@ -389,43 +485,46 @@ class _Engine:
                 done = False
             if not done:
                 self.registry.suspect(suspect)
-        pause = period - (time.monotonic() - started)
-        nearest = self.registry.next_expiry()
-        if nearest is not None:
-            pause = min(pause, nearest - time.monotonic())
-        if self.registry.has_suspects():
-            pause = min(pause, 0.2)
-        return max(0.005, pause)
+        return _next_pause(self.registry, period)
 
-    async def renew(self) -> None:
-        holds = self.registry.watched()
+    async def renew(self, holds: list[Hold]) -> None:
         if not holds or self.mode_now is None:
             return
-        by_node: dict[int, tuple[Any, list[Any]]] = {}
+        now = time.monotonic()
+        by_node: dict[int, tuple[Any, list[tuple[Hold, int]]]] = {}
         for hold in holds:
+            ms = hold.renewal_ms(now, self.lease_ms)
+            if ms is None:  # max_hold reached: left to expire (then lost)
+                self.registry.retry(hold, hold.expires)
+                continue
             client = await self.own(hold.key)
-            by_node.setdefault(id(client), (client, []))[1].append(hold)
+            by_node.setdefault(id(client), (client, []))[1].append((hold, ms))
         for client, group in by_node.values():
-            batch = renew_commands(self.mode_now, group, self.lease_ms, _slot if self.cluster else _one_slot)
+            batch = renew_commands(self.mode_now, group, _slot if self.cluster else _one_slot)
+            leases = {id(h): ms for h, ms in group}
             sent = time.monotonic()
             try:
                 replies = await self.run_on(client, [command for command, _ in batch])
             except Exception:
-                log.warning("lock renewal failed; retrying next tick", exc_info=True)
+                log.warning("lock renewal failed; retrying", exc_info=True)
+                for hold, _ in group:
+                    self.registry.retry(hold, sent + min(hold.lease / 3, 1.0))
                 continue
             if self.cluster and any(is_redirect(r) for r in replies):
                 await refresh_slots(self.redis)
             for reply, (_, members) in zip(replies, batch):
                 for hold, renewed in renew_results(reply, members):
                     if renewed:
-                        self.registry.renewed(hold, sent)
+                        self.registry.renewed(hold, sent, leases[id(hold)] / 1000)
                     elif renewed is False and self.registry.lose(hold):
                         await self.notify(hold)
+                    elif renewed is None:
+                        self.registry.retry(hold, sent + min(hold.lease / 3, 1.0))
 
     async def expire(self) -> None:
         for hold in self.registry.expired(time.monotonic()):
             if self.registry.lose(hold):
-                log.warning("lock %r lost: no renewal succeeded for a whole lease", hold.key)
+                log.warning("lock %r lost: no renewal for a whole lease, or max_hold reached", hold.key)
                 await self.notify(hold)
 
     @staticmethod
@@ -462,15 +561,16 @@ class _Engine:
 class LockClient:
     """The asyncio ``LockClient`` over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
 
-    def __init__(self, redis: Any, lease: float = 30.0, mode: str = "auto") -> None:
+    def __init__(self, redis: Any, lease: float = 30.0, mode: str = "auto", max_hold: float | None = None) -> None:
         if not isinstance(redis, (AsyncRedis, AsyncRedisCluster)):
             raise TypeError(
                 "redislock.asyncio.LockClient needs a redis.asyncio.Redis or redis.asyncio.RedisCluster,"
                 f" not {type(redis).__name__} (use redislock.LockClient for blocking clients)"
             )
-        self._engine = _Engine(redis, check_mode(mode), lease_ms(lease))
+        self._engine = _Engine(redis, check_mode(mode), lease_ms(lease), check_max_hold(max_hold))
         self.redis = redis
         self.lease = float(lease)
+        self.max_hold = self._engine.max_hold
         self._finalizer = weakref.finalize(self, self._engine.stop_soon)
 
     @property
@@ -481,7 +581,7 @@ class LockClient:
     @property
     def mode(self) -> str:
         """``"module"`` or ``"lua"``: detected once; before any await over a short blocking
-        connection of the application's kind (TCP, unix socket, TLS)."""
+        connection of the application's kind (TCP, unix socket, TLS, Sentinel-managed)."""
         return self._engine.mode_blocking()
 
     async def detect_mode(self) -> str:
@@ -499,8 +599,19 @@ class LockClient:
         sync_timeout: float = 1.0,
         on_lost: OnLost | None = None,
         timeout: float | None = None,
+        max_hold: Any = DEFAULT,
     ) -> Lock:
-        return Lock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost, timeout)
+        return Lock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost, timeout, max_hold)
+
+    def synchronized(
+        self, name: str | bytes, *, timeout: float | None = None, lease: float | None = None, **options: Any
+    ) -> Callable[[F], F]:
+        """A decorator for coroutine functions: every call runs inside ``async with`` the lock
+        ``name`` (``redislock.LockTimeout`` when ``timeout`` runs out)."""
+        lock = self.lock(name, timeout=timeout, **options)
+        if lease is not None:
+            lease_ms(lease)
+        return _synchronized(lock, lease, coroutine=True)
 
     async def close(self) -> None:
         """Stop the watchdog task and close this client's own connections (within 2 s)."""
@@ -537,14 +648,16 @@ class Lock:
         sync_timeout: float = 1.0,
         on_lost: OnLost | None = None,
         timeout: float | None = None,
+        max_hold: Any = DEFAULT,
     ) -> None:
         self.name = check_name(name)
         self._pinned = check_owner(owner)
         self._replicas, self._sync_ms = check_replicas(sync_replicas, sync_timeout)
         self.timeout = check_timeout(timeout)
+        self.on_lost = check_callback(on_lost)
+        self.max_hold = client.max_hold if max_hold is DEFAULT else check_max_hold(max_hold)
         self.client = client
         self.fenced = bool(fenced)
-        self.on_lost = on_lost
 
     @property
     def owner(self) -> str:
@@ -553,6 +666,9 @@ class Lock:
     def _caller(self) -> str | None:
         """The owner of the calling task, or None outside a task (then taken when run)."""
         return self._pinned or (self.owner if _in_task() else None)
+
+    def _holder(self) -> Alive | None:
+        return None if self._pinned else _task_alive()
 
     @property
     def _engine(self) -> _Engine:
@@ -567,7 +683,7 @@ class Lock:
         wait = check_timeout(timeout, blocking)
         if lease is not None:
             lease_ms(lease)
-        return self._acquire_as(self._caller(), blocking, wait, lease)
+        return self._acquire_as(self._caller(), blocking, wait, lease, holder=self._holder())
 
     async def _acquire_as(
         self,
@@ -576,73 +692,87 @@ class Lock:
         wait: float | None,
         lease: float | None,
         deadline: float | None = None,
+        side: bool = False,
+        holder: Alive | None = None,
     ) -> bool:
         owner = owner or self.owner
+        if holder is None and not self._pinned:
+            holder = _task_alive()
         engine = self._engine
-        hold_ms = engine.lease_ms if lease is None else lease_ms(lease)
+        if lease is not None:
+            hold_ms = lease_ms(lease)
+        else:
+            hold_ms = engine.lease_ms if self.max_hold is None else min(engine.lease_ms, lease_ms(self.max_hold))
         if engine.closed:
             raise RuntimeError("the LockClient is closed")
-        target = await engine.target(self.name, deadline)
-        if engine.cluster and target.mode == LUA:
-            check_cluster_name(self.name, self.fenced)
-        plan = AcquirePlan(target, owner, hold_ms, self.fenced, self._replicas, self._sync_ms, bool(blocking), wait)
-        waits = target.mode == MODULE and bool(blocking) and wait != 0
-        recorded = False
-        engine.registry.begin(self.name, owner)
+        ticket = Ticket(self.name, owner)
         try:
-            got, sent = await engine.drive(acquire_flow(plan), deadline)
-            if got.acquired:
-                start = time.monotonic() if waits else sent
-                if engine.registry.acquired(
-                    self.name, owner, lease is None, got.token, self.on_lost, self, hold_ms / 1000, start
-                ):
-                    engine.ensure_watchdog()
-            recorded = True
-        except BaseException:
-            engine.registry.finish(self.name, owner)
-            if not recorded:
-                await engine.settle(self.name, owner, hold_ms / 1000)
+            if lease is None:
+                engine.ensure_watchdog()
+            engine.registry.begin(ticket)
+            deadline = hard_deadline(wait, self._sync_ms, self._replicas, engine.grace, deadline)
+            target = await engine.target(self.name, deadline)
+            if engine.cluster and target.mode == LUA:
+                check_cluster_name(self.name, self.fenced)
+            plan = AcquirePlan(target, owner, hold_ms, self.fenced, self._replicas, self._sync_ms, blocking, wait)
+            waits = target.mode == MODULE and bool(blocking) and wait != 0
+            got, sent = await engine.drive(acquire_flow(plan), deadline, side, ticket)
+            if not got.acquired:
+                engine.registry.finish(ticket)
+                return False
+            start = time.monotonic() if waits else sent
+            return engine.registry.record(
+                ticket, lease is None, got.token, self.on_lost, self, hold_ms / 1000, start, holder, self.max_hold
+            )
+        except BaseException as error:
+            engine.registry.abort(ticket)
+            if ticket.sent:
+                await engine.settle(self.name, owner, hold_ms / 1000, error)
             raise
-        engine.registry.finish(self.name, owner)
-        return got.acquired
 
     def release(self) -> Coroutine[Any, Any, None]:
         return self._release_as(self._caller())
 
     async def _release_as(self, owner: str | None) -> None:
-        owner = owner or self.owner
-        engine = self._engine
-        hold = engine.registry.begin_release(self.name, owner)
-        rearm = engine.lease_ms if hold is not None and hold.watch else 0
-        still_held = hold is not None and not hold.closing
-        done = False
+        ticket: Ticket | None = None
         try:
+            owner = owner or self.owner
+            engine = self._engine
+            ticket = Ticket(self.name, owner)
+            hold = engine.registry.begin_release(ticket)
+            rearm = engine.lease_ms if hold is not None and hold.watch else 0
             command = (await engine.target(self.name)).release(owner, rearm)
-            still_held = not parse_release((await engine.run(self.name, [command]))[0])
-            done = True
+            ticket.sent = True
+            freed = parse_release((await engine.run(self.name, [command], side=True))[0])
+            engine.registry.end_release(ticket, not freed)
         except NotOwnedError:
-            still_held = False
-            done = True
+            if ticket is not None:
+                self._engine.registry.end_release(ticket, False)
             raise
-        finally:
-            if done or hold is None:
-                engine.registry.end_release(hold, still_held)
-            else:
-                engine.registry.end_release(hold, hold.count > 1)
-                await engine.settle(self.name, owner, engine.lease_ms / 1000)
+        except BaseException as error:
+            engine = self._engine
+            ticket = ticket or Ticket(self.name, owner or self.owner)
+            if ticket.hold is None and not ticket.applied:
+                ticket.hold = engine.registry.get(ticket.key, ticket.owner)
+            if engine.registry.end_release(ticket, None) or (ticket.sent and ticket.hold is not None):
+                await engine.settle(ticket.key, ticket.owner, engine.lease_ms / 1000, error)
+            raise
 
-    def extend(self, lease: float) -> Coroutine[Any, Any, None]:
-        """Set the remaining lease of this owner's hold to ``lease`` seconds (NotOwnedError if
-        it does not hold the lock)."""
-        ms = lease_ms(lease)
-        return self._extend(self._caller(), ms)
+    def extend(self, additional_time: float, replace_ttl: bool = False) -> Coroutine[Any, Any, None]:
+        """As redis-py's ``Lock.extend``: add ``additional_time`` seconds to the lease left (or
+        with ``replace_ttl=True`` set it). NotOwnedError if this owner does not hold the lock."""
+        ms = lease_ms(additional_time, "additional_time")
+        return self._extend(self._caller(), ms, replace_ttl)
 
-    async def _extend(self, owner: str | None, ms: int) -> None:
+    async def _extend(self, owner: str | None, ms: int, replace_ttl: bool) -> None:
         owner = owner or self.owner
         engine = self._engine
+        target = await engine.target(self.name)
+        if not replace_ttl:
+            pttl = int(raise_error((await engine.run(self.name, [("PTTL", self.name)], side=True))[0]))
+            ms = ms + pttl if pttl > 0 else ms
         sent = time.monotonic()
-        command = (await engine.target(self.name)).renew(owner, ms)
-        if not parse_renew((await engine.run(self.name, [command]))[0]):
+        if not parse_renew((await engine.run(self.name, [target.renew(owner, ms)], side=True))[0]):
             hold = engine.registry.get(self.name, owner)
             if hold is not None:
                 engine.registry.lose(hold)
@@ -699,14 +829,14 @@ class Lock:
 
 class MultiLock:
     """The asyncio MultiLock: components tried concurrently, decided as soon as the outcome
-    is known; late components are cancelled (and give back whatever they took)."""
+    is known; late components are cancelled (and give back whatever they took). ``timeout``
+    is the default wait of ``acquire()`` and of ``async with``."""
 
     _majority = False
 
-    def __init__(self, locks: Sequence[Lock]) -> None:
-        if not locks:
-            raise ValueError("a MultiLock needs at least one lock")
-        self.locks = list(locks)
+    def __init__(self, locks: Iterable[Lock], timeout: float | None = None) -> None:
+        self.locks: list[Lock] = check_locks(locks, Lock)
+        self.timeout = check_timeout(timeout)
         self.validity: float | None = None
         self._held: dict[tuple[str, ...], list[list[int]]] = {}
 
@@ -714,19 +844,28 @@ class MultiLock:
         return tuple(lock.owner for lock in self.locks)
 
     def acquire(
-        self, blocking: bool = True, timeout: float | None = None, lease: float | None = None
+        self, blocking: bool = True, timeout: Any = DEFAULT, lease: float | None = None
     ) -> Coroutine[Any, Any, bool]:
         """Take every component (a majority for RedLock); the owners are the calling task's."""
+        if timeout is DEFAULT:
+            timeout = self.timeout if blocking else None
         wait = check_timeout(timeout, blocking)
         if lease is not None:
             lease_ms(lease)
-        return self._acquire(self._owners() if _in_task() else None, blocking, wait, lease)
+        caller = _in_task()
+        return self._acquire(self._owners() if caller else None, blocking, wait, lease, _task_alive())
 
     async def _acquire(
-        self, owners: tuple[str, ...] | None, blocking: bool, wait: float | None, lease: float | None
+        self,
+        owners: tuple[str, ...] | None,
+        blocking: bool,
+        wait: float | None,
+        lease: float | None,
+        holder: Alive | None,
     ) -> bool:
         lease_s = self.locks[0].client.lease if lease is None else lease_ms(lease) / 1000
         owners = owners or self._owners()
+        holder = holder or _task_alive()
         count = len(self.locks)
         need = quorum(count, self._majority)
         deadline = None if wait is None else time.monotonic() + wait
@@ -737,7 +876,7 @@ class MultiLock:
             until = started + each + COMPONENT_GRACE
             if deadline is not None:
                 until = min(until, deadline + COMPONENT_GRACE)
-            taken = await self._attempt(owners, each, lease, until, need)
+            taken = await self._attempt(owners, each, lease, until, need, holder)
             if taken is not None:
                 validity = redlock_validity(lease_s, time.monotonic() - started)
                 if not self._majority or validity > 0:
@@ -752,11 +891,17 @@ class MultiLock:
             await asyncio.sleep(pause if left is None else min(pause, left))
 
     async def _attempt(
-        self, owners: tuple[str, ...], each: float, lease: float | None, until: float, need: int
+        self,
+        owners: tuple[str, ...],
+        each: float,
+        lease: float | None,
+        until: float,
+        need: int,
+        holder: Alive | None,
     ) -> list[int] | None:
         count = len(self.locks)
         tasks = {
-            asyncio.ensure_future(lock._acquire_as(owner, each > 0, each, lease, until)): i
+            asyncio.ensure_future(lock._acquire_as(owner, each > 0, each, lease, until, side=True, holder=holder)): i
             for i, (lock, owner) in enumerate(zip(self.locks, owners))
         }
         taken: list[int] = []
@@ -835,7 +980,8 @@ class MultiLock:
             raise errors[0]
 
     async def __aenter__(self) -> MultiLock:
-        await self.acquire()
+        if not await self.acquire():
+            raise LockTimeout(f"could not acquire {self!r} within {self.timeout} s")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
