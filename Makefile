@@ -113,7 +113,8 @@ BENCH_SERVERS ?= $(wildcard ../shared/servers/*/)
 bench-matrix: build ## Redisson's scripts native vs Lua on the system server and each BENCH_SERVERS dir, enable-debug-command no and local; bench-results/matrix/summary.md
 	bash scripts/bench_matrix.sh $(CURDIR)/$(MODULE) bench-results/matrix $(BENCH_SERVERS)
 
-bench-python: build python-venv ## the Python client: contention (N processes) and per-call overhead
+bench-python: build python-venv ## the Python client: contention (N processes) and per-call overhead, side by side with redis-py's Lock, python-redis-lock and pottery
+	$(PY)/pip install -q -e './clients/python[bench]'
 	LOCK_MODULE=$(CURDIR)/$(MODULE) $(PY)/python clients/python/bench/contention.py --out bench-results/python.md
 
 chaos: build ## fenced critical sections through repeated failovers that lose writes: FENCE vs a plain counter
