@@ -11,12 +11,26 @@ module=$1 out=$2
 shift 2
 dirs=("" "$@")
 status=0
+cargo build -q --release --manifest-path bench/Cargo.toml --bin lock-bench || exit 1
+# With two cores or more, the server runs on CPU 0 and the benchmark client on CPU 1, so neither
+# steals the other's core (unpinned, the ratios moved by ±30% between runs).
+pin_client=()
+wrap=$(mktemp -d)
+trap 'rm -rf "$wrap"' EXIT
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then pin_client=(taskset -c 1); fi
 for dir in "${dirs[@]}"; do
 	name=system
 	[ -n "$dir" ] && name=$(basename "$(cd "$dir" && pwd)")
+	real=$(PATH="${dir:+$dir:}$PATH" command -v redis-server)
+	if [ ${#pin_client[@]} -gt 0 ]; then
+		printf '#!/usr/bin/env bash\nexec taskset -c 0 %q "$@"\n' "$real" > "$wrap/redis-server"
+	else
+		printf '#!/usr/bin/env bash\nexec %q "$@"\n' "$real" > "$wrap/redis-server"
+	fi
+	chmod +x "$wrap/redis-server"
 	for config in no local; do
 		echo "=== $name, enable-debug-command $config" >&2
-		PATH="${dir:+$dir:}$PATH" cargo run -q --release --manifest-path bench/Cargo.toml --bin lock-bench -- \
+		PATH="$wrap:$PATH" "${pin_client[@]}" bench/target/release/lock-bench \
 			--module "$module" --out "$out/$name-$config" --only redisson-ratios \
 			--server-arg "--enable-debug-command $config" >/dev/null || status=1
 	done
@@ -32,7 +46,7 @@ for f in sorted(out.glob("*/results.json")):
     for x in (r.get("redisson") or {}).get("ratios", []):
         ok = x["throughput"] >= 1.8 and x["server_usec"] <= 0.45
         rows.append(f"| {server} ({version}) | {config} | {x['op']} | {x['throughput']:.2f}x | {x['server_usec']:.2f}x | {'yes' if ok else 'NO'} |")
-text = [f"Redisson scripts, native vs Lua (EVALSHA, pipeline 32), {time.strftime('%Y-%m-%d')}",
+text = [f"Redisson scripts, native vs Lua (EVALSHA, pipeline 32, server and client pinned to separate cores), {time.strftime('%Y-%m-%d')}",
         "", "| server | enable-debug-command | script | throughput | server µs | >= 1.8x and <= 0.45x |",
         "|---|---|---|---:|---:|---|", *rows]
 (out / "summary.md").write_text("\n".join(text) + "\n")

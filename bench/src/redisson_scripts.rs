@@ -20,6 +20,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use testkit::resp::{Conn, R};
 use testkit::{cmdstat, reset_stats};
 
 const ACQUIRE: &[u8] = testkit::scripts::ACQUIRE.as_bytes();
@@ -130,20 +131,19 @@ fn command(op: Op, j: usize) -> redis::Cmd {
     c
 }
 
-fn expected(op: Op, v: &Value) -> bool {
+fn expected(op: Op, v: &R) -> bool {
     match op {
-        Op::Acquire => matches!(v, Value::Nil),
-        Op::Unlock => matches!(v, Value::Int(1)),
-        Op::RenewBatch => {
-            matches!(v, Value::Array(a) if a.len() == BATCH && a.iter().all(|x| *x == Value::Int(1)))
-        }
-        Op::Set => matches!(v, Value::Okay) || matches!(v, Value::SimpleString(s) if s == "OK"),
+        Op::Acquire => matches!(v, R::Nil),
+        Op::Unlock => matches!(v, R::Int(1)),
+        Op::RenewBatch => matches!(v, R::Arr(a) if a.len() == BATCH && a.iter().all(|x| *x == R::Int(1))),
+        Op::Set => matches!(v, R::Simple(s) if s == "OK"),
     }
 }
 
 /// One pipelined phase of `n` calls (pipeline 32, packed in advance so the timed loop is only
-/// socket I/O); returns (calls/s, server µs per call).
-fn phase(con: &mut redis::Connection, op: Op, n: usize, stat: &str) -> (f64, f64) {
+/// socket I/O, read with the raw client: the measure is the server's, not a client's parser);
+/// returns (calls/s, server µs per call).
+fn phase(con: &mut redis::Connection, port: u16, op: Op, n: usize, stat: &str) -> (f64, f64) {
     let depth = 32;
     let mut batches: Vec<(Vec<u8>, usize)> = Vec::new();
     let mut i = 0;
@@ -156,12 +156,13 @@ fn phase(con: &mut redis::Connection, op: Op, n: usize, stat: &str) -> (f64, f64
         batches.push((buf, end - i));
         i = end;
     }
+    let mut raw = Conn::new(port);
     reset_stats(con);
     let t0 = Instant::now();
     for (buf, replies) in &batches {
-        con.send_packed_command(buf).expect("send");
+        raw.send_raw(buf);
         for _ in 0..*replies {
-            let v = con.recv_response().expect("reply");
+            let v = raw.read().expect("reply");
             assert!(expected(op, &v), "unexpected reply in the redisson scenario: {v:?}");
         }
     }
@@ -170,25 +171,25 @@ fn phase(con: &mut redis::Connection, op: Op, n: usize, stat: &str) -> (f64, f64
     (n as f64 / secs, if calls > 0 { usec as f64 / calls as f64 } else { f64::NAN })
 }
 
-fn script_phases(con: &mut redis::Connection, quick: bool, report: &mut Report) {
-    // Phases of about a second each, alternating modes, five times: shorter ones moved the
-    // ratios by ±30% on a 2-core machine with other load.
+fn script_phases(con: &mut redis::Connection, port: u16, quick: bool, report: &mut Report) {
+    // Phases of about a second each, alternating modes, seven times (medians): shorter ones
+    // moved the ratios by ±30% on a 2-core machine with other load.
     let n = if quick { 2_000 } else { 100_000 };
     let renews = if quick { 200 } else { 10_000 };
-    let reps = if quick { 1 } else { 5 };
+    let reps = if quick { 1 } else { 7 };
     let mut samples: Vec<(&str, &str, f64, f64)> = Vec::new();
     for _ in 0..reps {
         for mode in ["lua", "native"] {
             set_mode(con, mode);
             let stat = if mode == "lua" { "evalsha" } else { "lock.redisson" };
-            let (a, au) = phase(con, Op::Acquire, n, stat);
-            let (u, uu) = phase(con, Op::Unlock, n, stat);
+            let (a, au) = phase(con, port, Op::Acquire, n, stat);
+            let (u, uu) = phase(con, port, Op::Unlock, n, stat);
             let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
             for b in 0..BATCH {
                 let _: Value =
                     redis::cmd("LOCK.ACQUIRE").arg(key(b)).arg(OWNER).arg(LEASE).query(con).expect("acquire");
             }
-            let (r, ru) = phase(con, Op::RenewBatch, renews, stat);
+            let (r, ru) = phase(con, port, Op::RenewBatch, renews, stat);
             let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
             samples.push(("acquire", mode, a, au));
             samples.push(("unlock (3.24+, latch)", mode, u, uu));
@@ -217,14 +218,14 @@ fn script_phases(con: &mut redis::Connection, quick: bool, report: &mut Report) 
     }
 }
 
-fn set_phases(con: &mut redis::Connection, quick: bool, report: &mut Report) {
+fn set_phases(con: &mut redis::Connection, port: u16, quick: bool, report: &mut Report) {
     let n = if quick { 5_000 } else { 100_000 };
     let reps = if quick { 1 } else { 5 };
     let mut by_mode: Vec<(&str, Vec<f64>)> = vec![("lua", vec![]), ("native", vec![])];
     for _ in 0..reps {
         for (mode, v) in by_mode.iter_mut() {
             set_mode(con, mode);
-            v.push(phase(con, Op::Set, n, "set").0);
+            v.push(phase(con, port, Op::Set, n, "set").0);
         }
     }
     let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
@@ -280,7 +281,7 @@ fn set_instructions(redis_bin: &str, module: &Path, quick: bool) -> Vec<(String,
             assert!(Instant::now() < deadline, "redis-server under callgrind did not start");
             std::thread::sleep(Duration::from_millis(200));
         };
-        let _ = phase(&mut con, Op::Set, n, "set");
+        let _ = phase(&mut con, port, Op::Set, n, "set");
         let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").arg("NOSAVE").query(&mut con);
         let _ = child.wait();
         let text = std::fs::read_to_string(&cg).unwrap_or_default();
@@ -411,13 +412,13 @@ pub fn run(port: u16, redis_bin: &str, module: &Path, quick: bool, full: bool) -
     }
     let mut report = Report::default();
     eprintln!("[redisson] EVALSHA in Lua vs native");
-    script_phases(&mut con, quick, &mut report);
+    script_phases(&mut con, port, quick, &mut report);
     if !full {
         set_mode(&mut con, "lua");
         return report;
     }
     eprintln!("[redisson] SET with the filter off and on");
-    set_phases(&mut con, quick, &mut report);
+    set_phases(&mut con, port, quick, &mut report);
     eprintln!("[redisson] callgrind: instructions per SET, filter off and on");
     report.set_instructions = set_instructions(redis_bin, module, quick);
     let secs = if quick { 1 } else { 4 };

@@ -96,7 +96,7 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     // A reentrant acquire keeps its hold's token (a new one only when none is stored).
     let reentrant = count > 1;
     let token = if a.fence { Some(token::prepare_for(ctx, rm::bytes(&name), reentrant)?) } else { None };
-    effects::grant(ctx, &key, name, owner, count, deadline, now);
+    effects::grant(ctx, &key, name, effects::Hold { owner, count, deadline, now, fresh: count == 1 });
     counter.inc();
     match token {
         Some(t) => rm::reply_pair(ctx, -1, t.write(ctx, now)),

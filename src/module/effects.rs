@@ -29,17 +29,36 @@ pub fn set_count(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, delta
 
 /// Set the lease to end at `deadline`, replicated as PEXPIREAT.
 pub fn set_lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64) {
-    // Read only where the effect goes through the command's argv (it carries NX or XX).
-    let had_ttl = replication::pexpireat_in_place().then(|| key.deadline().is_some());
+    lease(ctx, key, name, deadline, now, false);
+}
+
+/// The lease of a key this command has just created (it had no TTL).
+pub fn set_first_lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64) {
+    lease(ctx, key, name, deadline, now, true);
+}
+
+fn lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64, fresh: bool) {
+    // Needed only where the effect goes through the command's argv (it carries NX or XX).
+    let had_ttl = replication::pexpireat_in_place().then(|| !fresh && key.deadline().is_some());
     key.set_deadline(deadline, now);
     replication::pexpireat(ctx, name, deadline, had_ttl);
     rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);
 }
 
+/// A hold to write: `owner` with `count` holds until `deadline` (computed at `now`); `fresh`:
+/// the key did not exist before (a new lock), else a reentry.
+pub struct Hold {
+    pub owner: RStr,
+    pub count: i64,
+    pub deadline: i64,
+    pub now: i64,
+    pub fresh: bool,
+}
+
 /// A new or reentrant hold: count and lease in one go.
-pub fn grant(ctx: Ctx, key: &Key, name: RStr, owner: RStr, count: i64, deadline: i64, now: i64) {
-    set_count(ctx, key, name, owner, count, 1);
-    set_lease(ctx, key, name, deadline, now);
+pub fn grant(ctx: Ctx, key: &Key, name: RStr, h: Hold) {
+    set_count(ctx, key, name, h.owner, h.count, 1);
+    lease(ctx, key, name, h.deadline, h.now, h.fresh);
     rm::signal_modified(ctx, name);
 }
 

@@ -254,7 +254,11 @@ fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: b
     match lock_deadline {
         Some(d) => {
             write_count(ctx, &key, name, owner, count, 1);
-            write_lease(ctx, &key, name, d, now);
+            if free {
+                effects::set_first_lease(ctx, &key, name, d, now);
+            } else {
+                write_lease(ctx, &key, name, d, now);
+            }
             rm::signal_modified(ctx, name);
         }
         None => delete_after_hincrby(ctx, &key, name),

@@ -320,7 +320,10 @@ pub fn grant_head(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: bool) -> b
             }
         };
         let owner = OwnedStr::new(&w.owner);
-        effects::grant(ctx, key, name, owner.ptr(), count, now.saturating_add(w.lease_ms), now);
+        // The first grant writes a free (absent) key; a later one in this loop re-enters it.
+        let deadline = now.saturating_add(w.lease_ms);
+        let hold = effects::Hold { owner: owner.ptr(), count, deadline, now, fresh: holder.is_none() };
+        effects::grant(ctx, key, name, hold);
         unblock(w.handle, Outcome::Granted(token.map(|t| t.write(ctx, now))));
         stats::WAITS_GRANTED.inc();
         if handoff {
