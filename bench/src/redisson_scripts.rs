@@ -177,8 +177,9 @@ fn script_phases(con: &mut redis::Connection, port: u16, quick: bool, report: &m
     let n = if quick { 2_000 } else { 100_000 };
     let renews = if quick { 200 } else { 10_000 };
     let reps = if quick { 1 } else { 7 };
-    let mut samples: Vec<(&str, &str, f64, f64)> = Vec::new();
-    for _ in 0..reps {
+    // (op, mode, calls/s, µs/call, repetition)
+    let mut samples: Vec<(&str, &str, f64, f64, usize)> = Vec::new();
+    for rep in 0..reps {
         for mode in ["lua", "native"] {
             set_mode(con, mode);
             let stat = if mode == "lua" { "evalsha" } else { "lock.redisson" };
@@ -191,14 +192,19 @@ fn script_phases(con: &mut redis::Connection, port: u16, quick: bool, report: &m
             }
             let (r, ru) = phase(con, port, Op::RenewBatch, renews, stat);
             let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
-            samples.push(("acquire", mode, a, au));
-            samples.push(("unlock (3.24+, latch)", mode, u, uu));
-            samples.push(("renew-batch (100 keys)", mode, r, ru));
+            samples.push(("acquire", mode, a, au, rep));
+            samples.push(("unlock (3.24+, latch)", mode, u, uu, rep));
+            samples.push(("renew-batch (100 keys)", mode, r, ru, rep));
         }
     }
     for op in ["acquire", "unlock (3.24+, latch)", "renew-batch (100 keys)"] {
-        let med = |mode: &str, f: fn(&(&str, &str, f64, f64)) -> f64| {
-            median(samples.iter().filter(|s| s.0 == op && s.1 == mode).map(f).collect())
+        type Sample<'a> = (&'a str, &'a str, f64, f64, usize);
+        let of = |mode: &str| samples.iter().filter(|s| s.0 == op && s.1 == mode).collect::<Vec<_>>();
+        let med = |mode: &str, f: fn(&Sample) -> f64| median(of(mode).into_iter().map(f).collect());
+        // Ratios of the two modes within each repetition (seconds apart), then their median:
+        // the machine's slow drifts cancel out.
+        let paired = |f: fn(&Sample) -> f64| {
+            median(of("native").iter().zip(of("lua")).map(|(n, l)| f(n) / f(l)).collect())
         };
         let rows: Vec<Row> = ["lua", "native"]
             .iter()
@@ -211,8 +217,8 @@ fn script_phases(con: &mut redis::Connection, port: u16, quick: bool, report: &m
             .collect();
         report.ratios.push(Ratio {
             op: op.into(),
-            throughput: rows[1].ops_per_sec / rows[0].ops_per_sec,
-            server_usec: rows[1].server_usec_per_call / rows[0].server_usec_per_call,
+            throughput: paired(|s| s.2),
+            server_usec: paired(|s| s.3),
         });
         report.rows.extend(rows);
     }
