@@ -126,6 +126,14 @@ def lease_ms(lease: object, what: str = "lease") -> int:
     return max(1, round(seconds * 1000))
 
 
+def hold_lease_ms(lease: float | None, default_ms: int, max_hold: float | None) -> int:
+    """The lease of an acquire in ms: `lease` when given (a fixed-lease hold), else the client's
+    watchdog lease, no longer than `max_hold` (the longest the hold may be kept)."""
+    if lease is not None:
+        return lease_ms(lease)
+    return default_ms if max_hold is None else min(default_ms, lease_ms(max_hold))
+
+
 def check_timeout(timeout: object, blocking: object = True) -> float | None:
     if timeout is None:
         return None

@@ -54,6 +54,7 @@ from ._core import (
     check_replicas,
     check_timeout,
     hard_deadline,
+    hold_lease_ms,
     is_noscript,
     is_redirect,
     lease_ms,
@@ -714,10 +715,7 @@ class Lock:
         holder: Alive | None = None,
     ) -> bool:
         engine = self._engine
-        if lease is not None:
-            hold_ms = lease_ms(lease)
-        else:
-            hold_ms = engine.lease_ms if self.max_hold is None else min(engine.lease_ms, lease_ms(self.max_hold))
+        hold_ms = hold_lease_ms(lease, engine.lease_ms, self.max_hold)
         if engine.closed:
             raise RuntimeError("the LockClient is closed")
         ticket = Ticket(self.name, owner)
