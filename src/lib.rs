@@ -21,7 +21,7 @@ mod registry;
 
 use ffi::events;
 use ffi::rm;
-use module::{acl, cluster, redisson::filter as script_filter, wait, writes};
+use module::{acl, cluster, scripts::filter as script_filter, wait, writes};
 use redis_module::{redis_module, Context, RedisString, Status};
 use registry::{cmdinfo, config, stats};
 use std::ffi::CStr;
@@ -70,12 +70,12 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         return fail(&context, &e);
     }
     let handlers: [(&CStr, ffi::command_info::Cmd); 6] = [
-        (c"lock.acquire", module::commands::acquire_cmd),
-        (c"lock.release", module::commands::release_cmd),
-        (c"lock.renew", module::commands::renew_cmd),
-        (c"lock.forcerelease", module::commands::force_release_cmd),
-        (c"lock.info", module::commands::info_cmd),
-        (c"lock.redisson", module::redisson::native::redisson_cmd),
+        (c"lock.acquire", module::lock::commands::acquire_cmd),
+        (c"lock.release", module::lock::commands::release_cmd),
+        (c"lock.renew", module::lock::commands::renew_cmd),
+        (c"lock.forcerelease", module::lock::commands::force_release_cmd),
+        (c"lock.info", module::lock::commands::info_cmd),
+        (c"lock.redisson", module::lock::scripts::redisson_cmd),
     ];
     if let Err(e) = ffi::command_info::register(ctx, &cmdinfo::SPECS, &handlers) {
         return fail(&context, &e);

@@ -274,7 +274,7 @@ fn injected_violations_are_caught() {
         ("logic/args.rs", "\nuse redis_module::raw;\n", "logic/ imports redis_module"),
         ("registry/config.rs", "\nuse crate::module::effects;\n", "registry/ imports the glue"),
         (
-            "logic/queue.rs",
+            "logic/wait/queue.rs",
             "\npub fn _y() { unsafe { std::hint::unreachable_unchecked() } }\n",
             "outside src/ffi",
         ),

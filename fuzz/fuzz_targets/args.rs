@@ -16,6 +16,7 @@
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 use redis_lock::logic::args::{self, LEASE, TIMEOUT};
+use redis_lock::logic::lock::args as lock_args;
 use redis_lock::logic::error::Error;
 
 #[derive(Arbitrary, Debug)]
@@ -122,7 +123,7 @@ fn judge<T: std::fmt::Debug>(what: &str, argv: &[&[u8]], got: &Result<T, Error>,
 }
 
 fn check_acquire(argv: &[&[u8]]) {
-    let got = args::acquire(argv);
+    let got = lock_args::acquire(argv);
     let mut errs = vec![];
     let mut want = None;
     if argv.len() < 3 {
@@ -170,7 +171,7 @@ fn check_acquire(argv: &[&[u8]]) {
 }
 
 fn check_release(argv: &[&[u8]]) {
-    let got = args::release(argv);
+    let got = lock_args::release(argv);
     let mut errs = vec![];
     let mut lease = None;
     match argv.len() {
@@ -194,7 +195,7 @@ fn check_release(argv: &[&[u8]]) {
 }
 
 fn check_renew(argv: &[&[u8]]) {
-    let got = args::renew(argv);
+    let got = lock_args::renew(argv);
     let mut errs = vec![];
     let mut lease = None;
     if argv.len() != 3 {
@@ -211,7 +212,7 @@ fn check_renew(argv: &[&[u8]]) {
 }
 
 fn check_key_only(argv: &[&[u8]]) {
-    let got = args::key_only(argv);
+    let got = lock_args::key_only(argv);
     let errs = if argv.len() == 1 { vec![] } else { vec![Error::Arity] };
     judge("key_only", argv, &got, &errs);
 }
@@ -229,7 +230,7 @@ fn hashed_part(k: &[u8]) -> &[u8] {
 }
 
 fn check_channel(prefix: &[u8], key: &[u8]) {
-    let ch = args::channel_name(prefix, key);
+    let ch = args::derived_name(prefix, key);
     let mut want = prefix.to_vec();
     want.push(b':');
     if key.contains(&b'{') {

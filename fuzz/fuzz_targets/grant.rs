@@ -1,4 +1,4 @@
-//! Fuzz the grant policy (`redis_lock::logic::grant`) on one lock's line: random waiters
+//! Fuzz the grant policy (`redis_lock::logic::wait::policy`) on one lock's line: random waiters
 //! (blocked clients with or without a deadline, script owners' turns), a random reservation and
 //! clock. Checked for every round:
 //! - a running reservation grants nobody; otherwise the line is served in order, one step per
@@ -13,7 +13,7 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use redis_lock::logic::grant::{self, Gate, Head, Step, Turn, TURN_MS};
+use redis_lock::logic::wait::policy::{self as grant, Gate, Head, Step, Turn, TURN_MS};
 
 #[derive(Arbitrary, Debug)]
 struct Entry {

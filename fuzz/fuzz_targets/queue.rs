@@ -1,4 +1,4 @@
-//! Fuzz the waiter queue (`redis_lock::logic::queue::WaitQueues`) against a plain Vec model.
+//! Fuzz the waiter queue (`redis_lock::logic::wait::queue::WaitQueues`) against a plain Vec model.
 //!
 //! The model is the list of live entries in arrival order (blocked clients and script owners'
 //! turns), plus each key's expiry timer and reservation. Checked after every op: FIFO heads per
@@ -13,7 +13,7 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use redis_lock::logic::queue::{KeyId, WaitQueues, Waiter};
+use redis_lock::logic::wait::queue::{KeyId, WaitQueues, Waiter};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 

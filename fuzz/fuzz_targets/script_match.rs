@@ -1,5 +1,5 @@
 //! Fuzz the Redisson script matching of `lock.redisson-scripts native`
-//! (`redis_lock::logic::redisson`): the SHA1 table and the exact-shape check that decide which
+//! (`redis_lock::logic::lock::scripts`): the SHA1 table and the exact-shape check that decide which
 //! EVAL/EVALSHA calls the filter rewrites. Properties:
 //! - nothing panics, whatever the argv;
 //! - a SHA1 or body matches only a script of the table (never by accident): `by_sha` answers
@@ -12,7 +12,7 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use redis_lock::logic::redisson::{parse, parse_sha, Call, Kind, Table, BUILTIN, KINDS};
+use redis_lock::logic::lock::scripts::{parse, parse_sha, Call, Kind, Table, BUILTIN, KINDS};
 
 #[derive(Arbitrary, Debug)]
 struct Input {
@@ -89,7 +89,7 @@ fuzz_target!(|input: Input| {
                 let cmd = args[3];
                 assert!(cmd.eq_ignore_ascii_case(b"PUBLISH") || cmd.eq_ignore_ascii_case(b"SPUBLISH"));
                 let sharded = cmd.eq_ignore_ascii_case(b"SPUBLISH");
-                assert_eq!(sharded, publish == redis_lock::logic::redisson::Publish::SPublish);
+                assert_eq!(sharded, publish == redis_lock::logic::lock::scripts::Publish::SPublish);
             }
             match latch {
                 Some((key, ms)) => assert_eq!((key, ms), (keys[2], canonical_positive(args[4]))),

@@ -1,4 +1,4 @@
-//! Fuzz the lock state transitions (`redis_lock::logic::state`) on a model of one lock key.
+//! Fuzz the lock state transitions (`redis_lock::logic::lock::state`) on a model of one lock key.
 //!
 //! The model is what Redis would hold at the key: nothing, a non-hash value, or a hash
 //! {owner -> stored bytes}. Each op reads a `LockView` from the model exactly as the command
@@ -15,7 +15,7 @@
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 use redis_lock::logic::error::Error;
-use redis_lock::logic::state::{self, Acquire, LockView, Release};
+use redis_lock::logic::lock::state::{self, Acquire, LockView, Release};
 use std::collections::BTreeMap;
 
 #[derive(Arbitrary, Debug)]

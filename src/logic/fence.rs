@@ -27,7 +27,7 @@ pub fn next_token(stored: Option<i64>, now_us: i64) -> Result<i64, Error> {
 
 /// Where the token of lock `key` lives: `<prefix>:{key}` (same rule, same slot as the channel).
 pub fn token_key(prefix: &[u8], key: &[u8]) -> Vec<u8> {
-    crate::logic::args::channel_name(prefix, key)
+    crate::logic::args::derived_name(prefix, key)
 }
 
 #[cfg(test)]

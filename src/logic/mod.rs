@@ -1,11 +1,15 @@
 //! Pure logic: no `redis_module` import, safe Rust only, no I/O. Everything here is unit-tested
 //! and fuzzed (fuzz/fuzz_targets), and public so the tests and fuzz targets can reach it.
+//!
+//! - shared by every kind: `args` (integers, deadlines, derived names), `error`, `fence`
+//!   (fencing tokens), `timing` (timer periods), `wait` (the waiter queue and the grant rules
+//!   every kind shares: FIFO, timeouts, script owners' turns)
+//! - one folder per kind (`lock`: the reentrant lock): its arguments, its transitions, its
+//!   grant policy, its Redisson script rows
 
 pub mod args;
 pub mod error;
 pub mod fence;
-pub mod grant;
-pub mod queue;
-pub mod redisson;
-pub mod state;
+pub mod lock;
 pub mod timing;
+pub mod wait;

@@ -1,10 +1,15 @@
 //! Safe glue: the command handlers and what they do to keys, waiters and replicas.
+//!
+//! - shared: `acl`, `cluster`, `effects` (every write with its replication and events), `token`,
+//!   `writes` (write refusals), `wait` (blocked clients, grants, timers, events), `scripts`
+//!   (the command filter of `lock.redisson-scripts native`)
+//! - one folder per kind (`lock`: the reentrant lock)
 
 pub mod acl;
 pub mod cluster;
-pub mod commands;
 pub mod effects;
-pub mod redisson;
+pub mod lock;
+pub mod scripts;
 pub mod token;
 pub mod wait;
 pub mod writes;

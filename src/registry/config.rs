@@ -66,7 +66,7 @@ static TOKEN_TTL: AtomicI64 = AtomicI64::new(0);
 
 /// Build the release channel of `key` under the current prefix.
 pub fn channel(key: &[u8]) -> Vec<u8> {
-    PREFIX.with(|p| crate::logic::args::channel_name(p, key))
+    PREFIX.with(|p| crate::logic::args::derived_name(p, key))
 }
 
 /// Build the fencing-token key of lock `key` under the current token prefix.

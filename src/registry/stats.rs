@@ -115,13 +115,13 @@ pub fn reset() {
 static REDISSON_NATIVE: [Counter; 10] = [const { Counter::new() }; 10];
 static REDISSON_LUA: [Counter; 10] = [const { Counter::new() }; 10];
 
-pub fn redisson_native(kind: crate::logic::redisson::Kind) {
+pub fn redisson_native(kind: crate::logic::lock::scripts::Kind) {
     if let Some(c) = REDISSON_NATIVE.get(kind.index()) {
         c.inc();
     }
 }
 
-pub fn redisson_lua(kind: crate::logic::redisson::Kind) {
+pub fn redisson_lua(kind: crate::logic::lock::scripts::Kind) {
     if let Some(c) = REDISSON_LUA.get(kind.index()) {
         c.inc();
     }
@@ -133,7 +133,7 @@ fn write_info(info: &mut Info) {
     for (name, c) in FIELDS {
         info.field(name, c.get());
     }
-    for (i, kind) in crate::logic::redisson::KINDS.iter().enumerate() {
+    for (i, kind) in crate::logic::lock::scripts::KINDS.iter().enumerate() {
         let base = kind.name().replace('-', "_");
         for (suffix, counters) in [("native", &REDISSON_NATIVE), ("lua", &REDISSON_LUA)] {
             let n = counters.get(i).map_or(0, Counter::get);

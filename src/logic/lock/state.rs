@@ -16,7 +16,7 @@ pub enum LockView {
     WrongType,
 }
 
-use super::error::Error;
+use crate::logic::error::Error;
 
 /// A hold count as HINCRBY writes it: a decimal integer >= 1.
 pub fn parse_count(raw: &[u8]) -> Result<i64, Error> {

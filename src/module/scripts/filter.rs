@@ -33,7 +33,7 @@
 
 use crate::ffi::filter as hook;
 use crate::ffi::rm::{Ctx, OwnedStr, RStr};
-use crate::logic::redisson::{self, Kind, Table, KINDS};
+use crate::logic::lock::scripts::{self as redisson, Kind, Table, KINDS};
 use crate::registry::stats;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};

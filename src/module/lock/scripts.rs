@@ -16,7 +16,7 @@
 use crate::ffi::command::{self, entry};
 use crate::ffi::rm::{self, Ctx, Key, KeyKind, OwnedStr, RStr};
 use crate::logic::error::Error;
-use crate::logic::redisson::{self, Call, Kind, Publish};
+use crate::logic::lock::scripts::{self as redisson, Call, Kind, Publish};
 use crate::module::acl::{self, Cmd, Step};
 use crate::module::cluster;
 use crate::module::effects;
@@ -83,10 +83,10 @@ fn handle(ctx: Ctx, called: Option<(Kind, bool)>, strs: &[RStr], argv: &[&[u8]])
         None => {
             let evalsha = script.len() == 40 && script.iter().all(u8::is_ascii_hexdigit);
             // A disabled (or renamed) EVAL / EVALSHA stays disabled through this command too.
-            if !crate::module::redisson::filter::resolves(evalsha) {
+            if !crate::module::scripts::filter::resolves(evalsha) {
                 return Err(Error::EvalDisabled);
             }
-            match crate::module::redisson::filter::lookup(evalsha, script) {
+            match crate::module::scripts::filter::lookup(evalsha, script) {
                 Some(kind) => (kind, evalsha),
                 None => return lua(ctx, None, evalsha, strs),
             }
@@ -529,6 +529,6 @@ entry!(redisson_cmd, |ctx, argv: &command::Argv| {
         key_positions(ctx, strs);
         return command::OK;
     }
-    let called = strs.first().and_then(|name| crate::module::redisson::filter::identify(*name));
+    let called = strs.first().and_then(|name| crate::module::scripts::filter::identify(*name));
     command::run(ctx, argv, |ctx, s, b| handle(ctx, called, s, b))
 });

@@ -5,7 +5,8 @@ use crate::ffi::command::{entry, run};
 use crate::ffi::rm::{self, Ctx, Key, KeyKind, RStr};
 use crate::logic::args;
 use crate::logic::error::Error;
-use crate::logic::state::{self, LockView};
+use crate::logic::lock::args as lock_args;
+use crate::logic::lock::state::{self, LockView};
 use crate::module::effects;
 use crate::module::token;
 use crate::module::wait;
@@ -30,12 +31,12 @@ fn key_owner(strs: &[RStr]) -> Result<(RStr, RStr), Error> {
 
 /// The key of a command that takes nothing else (FORCERELEASE, INFO).
 fn only_key(strs: &[RStr], argv: &[&[u8]]) -> Result<RStr, Error> {
-    args::key_only(argv)?;
+    lock_args::key_only(argv)?;
     strs.first().copied().ok_or(Error::Arity)
 }
 
 fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
-    let a = args::acquire(argv)?;
+    let a = lock_args::acquire(argv)?;
     let (name, owner) = key_owner(strs)?;
     // FENCE writes the token key: the user must be allowed to (checked before any write, and
     // before a wait whose grant would write it).
@@ -106,7 +107,7 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
 }
 
 fn release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
-    let a = args::release(argv)?;
+    let a = lock_args::release(argv)?;
     let (name, owner) = key_owner(strs)?;
     let now = rm::millis();
     let deadline = a.lease_ms.map(|l| args::deadline(now, l, args::LEASE)).transpose()?;
@@ -144,7 +145,7 @@ fn free_lock(ctx: Ctx, key: &Key, name: RStr, now: i64) {
 }
 
 fn renew(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
-    let a = args::renew(argv)?;
+    let a = lock_args::renew(argv)?;
     let (name, owner) = key_owner(strs)?;
     let now = rm::millis();
     let deadline = args::deadline(now, a.lease_ms, args::LEASE)?;

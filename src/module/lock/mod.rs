@@ -1,0 +1,4 @@
+//! The reentrant lock: the LOCK.* commands and the natively run Redisson lock scripts.
+
+pub mod commands;
+pub mod scripts;
