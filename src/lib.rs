@@ -52,11 +52,15 @@ fn install_panic_hook() {
     }));
 }
 
+/// Every kind with waiters: one row per kind (the waiting core's events serve them all).
+const KINDS: &[wait::Ops] = &[wait::ops::<module::lock::waiting::Lock>()];
+
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     if let Some(name) = rm::missing_required() {
         return fail(ctx, &format!("this server lacks {name}; Redis 7.0 or newer is required"));
     }
     install_panic_hook();
+    wait::init(KINDS);
     reset_statics();
     rm::init_constants();
     ffi::replication::init();

@@ -1,4 +1,5 @@
-//! Fuzz the grant policy (`redis_lock::logic::wait::policy`) on one lock's line: random waiters
+//! Fuzz the grant rules (`redis_lock::logic::wait::policy`) with the reentrant lock's policy
+//! (`redis_lock::logic::lock::policy`) on one lock's line: random waiters
 //! (blocked clients with or without a deadline, script owners' turns), a random reservation and
 //! clock. Checked for every round:
 //! - a running reservation grants nobody; otherwise the line is served in order, one step per
@@ -13,6 +14,7 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
+use redis_lock::logic::lock::policy::{LockPolicy, Request};
 use redis_lock::logic::wait::policy::{self as grant, Gate, Head, Step, Turn, TURN_MS};
 
 #[derive(Arbitrary, Debug)]
@@ -32,15 +34,18 @@ struct Input {
     asker: u8,
 }
 
+const REQ: Request = Request { lease_ms: 1, fence: false };
+
 fuzz_target!(|input: Input| {
     let now = input.now;
     let owners: Vec<[u8; 1]> = input.line.iter().map(|e| [e.owner % 3]).collect();
-    let line: Vec<Head> = input
+    let line: Vec<Head<Request>> = input
         .line
         .iter()
         .zip(&owners)
         .map(|(e, o)| Head {
             owner: o,
+            req: &REQ,
             turn_until: e.turn.map(|t| now.saturating_add(i64::from(t))),
             deadline: if e.turn.is_some() {
                 None
@@ -50,7 +55,7 @@ fuzz_target!(|input: Input| {
         })
         .collect();
     let reservation_until = input.reservation.map(|(_, t)| now.saturating_add(i64::from(t)));
-    let (gate, steps) = grant::round(&line, reservation_until, now);
+    let (gate, steps) = grant::round::<LockPolicy>((), &line, reservation_until, now);
 
     assert_eq!(gate, grant::gate(reservation_until, now));
     if gate == Gate::Reserved {
@@ -78,7 +83,7 @@ fuzz_target!(|input: Input| {
                 assert!(granted.is_none());
                 assert_eq!(i + 1, steps.len(), "a turn ends the round");
             }
-            Step::Grant { count: c } => {
+            Step::Grant(c) => {
                 assert!(head.turn_until.is_none());
                 assert!(head.deadline.is_none_or(|d| d > now));
                 if let Some(o) = granted {

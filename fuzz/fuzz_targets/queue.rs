@@ -81,12 +81,11 @@ fn key(k: u8) -> KeyId {
     (db, name)
 }
 
-fn waiter(k: &KeyId, owner: u8, lease: i64, deadline: Option<i64>, handle: u64) -> Waiter<u64> {
+fn waiter(k: &KeyId, owner: u8, lease: i64, deadline: Option<i64>, handle: u64) -> Waiter<u64, i64> {
     Waiter {
         key: Arc::new(k.clone()),
         owner: Arc::from(vec![owner]),
-        lease_ms: lease,
-        fence: false,
+        req: lease,
         deadline,
         handle,
         timer: None,
@@ -98,23 +97,23 @@ fn clients_of(m: &Model, k: &KeyId) -> usize {
     m.live.iter().filter(|(_, kk, _, turn)| kk == k && !turn).count()
 }
 
-fn push(q: &mut WaitQueues<u64>, m: &mut Model, k: &KeyId, owner: u8, lease: i64, deadline: Option<i64>) {
+fn push(q: &mut WaitQueues<u64, i64>, m: &mut Model, k: &KeyId, owner: u8, lease: i64, deadline: Option<i64>) {
     let handle = m.last_id.wrapping_mul(31).wrapping_add(7);
-    let id = q.push(waiter(k, owner, lease, deadline, handle));
+    let id = q.push(waiter(k, owner, lease, deadline, handle)).expect("a blocked client is always queued");
     assert!(id > m.last_id, "ids must grow: {id} after {}", m.last_id);
     assert!(!m.removed.contains(&id), "id {id} reused");
     m.last_id = id;
     m.live.push((id, k.clone(), vec![owner], false));
     let w = q.get(id).expect("pushed waiter");
     assert_eq!(
-        (&*w.key, &*w.owner, w.lease_ms, w.deadline, w.handle),
+        (&*w.key, &*w.owner, w.req, w.deadline, w.handle),
         (k, &[owner][..], lease, deadline, handle)
     );
 }
 
-fn push_turn(q: &mut WaitQueues<u64>, m: &mut Model, k: &KeyId, owner: u8, until: i64) {
+fn push_turn(q: &mut WaitQueues<u64, i64>, m: &mut Model, k: &KeyId, owner: u8, until: i64) {
     let w = Waiter { turn_until: Some(until), ..waiter(k, owner, 0, None, 0) };
-    let got = q.try_push(w);
+    let got = q.push(w);
     if clients_of(m, k) == 0 {
         assert_eq!(got, None, "a turn without a blocked client on {k:?}");
         return;
@@ -130,7 +129,7 @@ fn push_turn(q: &mut WaitQueues<u64>, m: &mut Model, k: &KeyId, owner: u8, until
     assert!(q.get(id).is_some_and(|w| w.is_turn() && w.turn_until == Some(until)));
 }
 
-fn remove(q: &mut WaitQueues<u64>, m: &mut Model, id: u64) {
+fn remove(q: &mut WaitQueues<u64, i64>, m: &mut Model, id: u64) {
     let got = q.remove(id);
     let pos = m.live.iter().position(|(i, _, _, _)| *i == id);
     match (got, pos) {
@@ -157,7 +156,7 @@ fn remove(q: &mut WaitQueues<u64>, m: &mut Model, id: u64) {
     }
 }
 
-fn check(q: &mut WaitQueues<u64>, m: &Model) {
+fn check(q: &mut WaitQueues<u64, i64>, m: &Model) {
     assert_eq!(q.total(), m.live.len());
     assert_eq!(q.clients(), m.live.iter().filter(|e| !e.3).count());
     assert_eq!(q.is_empty(), m.live.is_empty());
@@ -193,7 +192,7 @@ fn check(q: &mut WaitQueues<u64>, m: &Model) {
 }
 
 fuzz_target!(|ops: Vec<Op>| {
-    let mut q: WaitQueues<u64> = WaitQueues::default();
+    let mut q: WaitQueues<u64, i64> = WaitQueues::default();
     let mut m = Model::default();
     for op in ops.iter().take(512) {
         match op {

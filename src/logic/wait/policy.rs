@@ -1,18 +1,18 @@
-//! The grant policy, pure: who gets a lock that has just become free, and when a Redisson
-//! script owner may take it. State in, decision out; `module/wait` applies the decisions (it
-//! replies to the blocked clients, writes the lock, arms timers) and adds what only the server
-//! can tell (ACL, the token key).
+//! The grant rules every kind shares, pure: who gets an object that has just become available,
+//! and when a Redisson script owner may take it. State in, decision out; `module/wait` applies
+//! the decisions (it replies to the blocked clients, writes through the kind, arms timers) and
+//! adds what only the server can tell (ACL, the token key). What a head may get is the kind's
+//! [`Policy`] (`logic/<kind>/policy.rs`).
 //!
 //! The rules:
-//! - A reservation (the lock kept free for a script owner's turn) still running keeps everyone
-//!   out ([`gate`]); one that ran out is dropped and counted as missed.
+//! - A reservation (the object kept free for a script owner's turn) still running keeps
+//!   everyone out ([`gate`]); one that ran out is dropped and counted as missed.
 //! - The head of the key's line is served first (FIFO). A script owner's turn that ran out is
-//!   dropped; one still running reserves the lock for [`TURN_MS`] and nobody is granted. A
-//!   waiter whose wait ran out is timed out. Any other waiter is granted.
-//! - Behind a granted waiter, the waiters right behind it with the same owner id are granted
-//!   too (the same hold, the count growing by one each); the first of another owner, or a
-//!   turn, stops the grants ([`next`]).
-//! - A free lock whose reservation is another owner's and still running makes that owner's
+//!   dropped; one still running reserves the object for [`TURN_MS`] and nobody is granted. A
+//!   waiter the policy admits is granted, or timed out if its wait ran out. A head the policy
+//!   does not admit stops the round: nobody behind it is served (no barging).
+//! - A turn behind a grant stops the grants ([`next`]).
+//! - A free object whose reservation is another owner's and still running makes that owner's
 //!   acquire wait for the rest of it; the reservation's own owner takes it ([`turn`]).
 
 /// How long a free lock is kept for the script owner whose turn it is: long enough for the
@@ -46,58 +46,76 @@ pub fn gate(reservation_until: Option<i64>, now: i64) -> Gate {
     }
 }
 
+/// One kind's grant policy: which waiters at the head of a line get the object that has just
+/// become available, and with what. The rules every kind shares (FIFO, timeouts, script owners'
+/// turns and reservations) are in [`next`] and [`round`]; the policy only says whether the
+/// head may be granted given what the round has granted so far.
+///
+/// Monomorphised: the glue is generic over the policy, there is no `dyn`.
+pub trait Policy {
+    /// What a waiter asks for (its lease, a fencing token, a read or write hold...).
+    type Request;
+    /// What the glue read of the object when the round starts.
+    type View;
+    /// What the round has granted so far (starts from the view).
+    type Round;
+    /// One grant, as the glue applies it.
+    type Grant: Copy + core::fmt::Debug + PartialEq;
+    fn start(view: Self::View) -> Self::Round;
+    /// The grant the head (`owner`, asking `req`) gets after what `round` granted, `None` when
+    /// it must wait (the round stops there: nobody behind it overtakes).
+    fn admit(round: &Self::Round, owner: &[u8], req: &Self::Request) -> Option<Self::Grant>;
+    /// Record a grant made.
+    fn granted(round: &mut Self::Round, owner: &[u8], grant: Self::Grant);
+    /// Whether the round granted anything (a turn behind a grant stops the round).
+    fn any_granted(round: &Self::Round) -> bool;
+}
+
 /// The head of a key's line, as the policy sees it.
-#[derive(Debug, Clone, Copy)]
-pub struct Head<'a> {
+#[derive(Debug)]
+pub struct Head<'a, R> {
     pub owner: &'a [u8],
+    pub req: &'a R,
     /// `Some(until)`: a script owner's turn, valid until unix-ms `until`.
     pub turn_until: Option<i64>,
     /// The blocked client's deadline (unix ms), `None` for no limit.
     pub deadline: Option<i64>,
 }
 
-/// The hold granted so far in this round: its owner and count.
-#[derive(Debug, Clone, Copy)]
-pub struct Holder<'a> {
-    pub owner: &'a [u8],
-    pub count: i64,
-}
-
 /// What to do with the head of the line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    /// Leave the line as it is: no head, or the head may not share the hold granted so far.
+pub enum Step<G> {
+    /// Leave the line as it is: no head, or the head may not be granted after this round's
+    /// grants.
     Stop,
     /// Remove the head, a script owner's turn that ran out, and look at the next.
     DropTurn,
-    /// Remove the head, a script owner's turn, and keep the lock free for that owner until
+    /// Remove the head, a script owner's turn, and keep the object free for that owner until
     /// `until`; grant nobody else.
     GiveTurn { until: i64 },
     /// Remove the head, a waiter whose wait ran out, reply that it timed out; look at the next.
     TimeOut,
-    /// Remove the head and grant it the lock with hold count `count` (1 for the first grant,
-    /// one more for each same-owner waiter behind it).
-    Grant { count: i64 },
+    /// Remove the head and grant it `G`.
+    Grant(G),
 }
 
-pub fn next(head: Option<&Head>, holder: Option<&Holder>, now: i64) -> Step {
+/// The step for the head of the line, after the grants `round` holds.
+pub fn next<P: Policy>(head: Option<&Head<P::Request>>, round: &P::Round, now: i64) -> Step<P::Grant> {
     let Some(head) = head else { return Step::Stop };
-    if let Some(h) = holder {
-        if head.turn_until.is_some() || h.owner != head.owner {
-            return Step::Stop;
-        }
-    }
     if let Some(until) = head.turn_until {
-        return if until < now {
+        return if P::any_granted(round) {
+            Step::Stop
+        } else if until < now {
             Step::DropTurn
         } else {
             Step::GiveTurn { until: now.saturating_add(TURN_MS) }
         };
     }
+    let Some(grant) = P::admit(round, head.owner, head.req) else { return Step::Stop };
     if head.deadline.is_some_and(|d| d <= now) {
         return Step::TimeOut;
     }
-    Step::Grant { count: holder.map_or(1, |h| h.count.saturating_add(1)) }
+    Step::Grant(grant)
 }
 
 /// May a script owner take the free lock now, given the lock's reservation?
@@ -128,28 +146,33 @@ pub fn turn_place_until(pttl: i64, now: i64) -> i64 {
 
 /// One round over a whole line, as `module/wait` plays it when every grant succeeds: the gate,
 /// then [`next`] on each head until it stops. Returns the gate and each step taken, in line
-/// order (step `i` is for `line[i]`). For tests and the fuzz target; the glue calls [`gate`]
+/// order (step `i` is for `line[i]`). For tests and the fuzz targets; the glue calls [`gate`]
 /// and [`next`] itself because it talks to the server between steps.
-pub fn round(line: &[Head], reservation_until: Option<i64>, now: i64) -> (Gate, Vec<Step>) {
+pub fn round<P: Policy>(
+    view: P::View,
+    line: &[Head<P::Request>],
+    reservation_until: Option<i64>,
+    now: i64,
+) -> (Gate, Vec<Step<P::Grant>>) {
     let g = gate(reservation_until, now);
     let mut steps = Vec::new();
     if g == Gate::Reserved {
         return (g, steps);
     }
-    let mut holder: Option<Holder> = None;
+    let mut granted = P::start(view);
     let mut heads = line.iter();
     loop {
         let head = heads.next();
-        let step = next(head, holder.as_ref(), now);
+        let step = next::<P>(head, &granted, now);
         match (step, head) {
             (Step::Stop, _) | (_, None) => break,
             (Step::GiveTurn { .. }, _) => {
                 steps.push(step);
                 break;
             }
-            (Step::Grant { count }, Some(h)) => {
+            (Step::Grant(grant), Some(h)) => {
                 steps.push(step);
-                holder = Some(Holder { owner: h.owner, count });
+                P::granted(&mut granted, h.owner, grant);
             }
             (Step::DropTurn | Step::TimeOut, _) => steps.push(step),
         }
@@ -161,12 +184,33 @@ pub fn round(line: &[Head], reservation_until: Option<i64>, now: i64) -> (Gate, 
 mod tests {
     use super::*;
 
-    fn client(owner: &[u8], deadline: Option<i64>) -> Head<'_> {
-        Head { owner, turn_until: None, deadline }
+    /// A policy that grants one waiter per round (a mutex without reentry).
+    struct One;
+    impl Policy for One {
+        type Request = ();
+        type View = ();
+        type Round = bool;
+        type Grant = ();
+        fn start(_: ()) -> bool {
+            false
+        }
+        fn admit(round: &bool, _: &[u8], _: &()) -> Option<()> {
+            (!*round).then_some(())
+        }
+        fn granted(round: &mut bool, _: &[u8], _: ()) {
+            *round = true;
+        }
+        fn any_granted(round: &bool) -> bool {
+            *round
+        }
     }
 
-    fn turn_of(owner: &[u8], until: i64) -> Head<'_> {
-        Head { owner, turn_until: Some(until), deadline: None }
+    fn client(owner: &[u8], deadline: Option<i64>) -> Head<'_, ()> {
+        Head { owner, req: &(), turn_until: None, deadline }
+    }
+
+    fn turn_of(owner: &[u8], until: i64) -> Head<'_, ()> {
+        Head { owner, req: &(), turn_until: Some(until), deadline: None }
     }
 
     #[test]
@@ -174,38 +218,25 @@ mod tests {
         assert_eq!(gate(None, 10), Gate::Open);
         assert_eq!(gate(Some(10), 10), Gate::Reserved);
         assert_eq!(gate(Some(9), 10), Gate::Missed);
-        assert_eq!(round(&[client(b"a", None)], Some(11), 10), (Gate::Reserved, vec![]));
-        assert_eq!(round(&[client(b"a", None)], Some(9), 10), (Gate::Missed, vec![Step::Grant { count: 1 }]));
-    }
-
-    #[test]
-    fn head_first_then_same_owner_behind_it() {
-        let line = [client(b"a", None), client(b"a", Some(100)), client(b"b", None), client(b"a", None)];
-        let (_, steps) = round(&line, None, 10);
-        assert_eq!(steps, vec![Step::Grant { count: 1 }, Step::Grant { count: 2 }]);
-    }
-
-    #[test]
-    fn timed_out_waiters_and_lapsed_turns_are_skipped() {
-        let line = [client(b"a", Some(10)), turn_of(b"s", 9), client(b"b", Some(11)), client(b"b", None)];
-        let (_, steps) = round(&line, None, 10);
+        assert_eq!(round::<One>((), &[client(b"a", None)], Some(11), 10), (Gate::Reserved, vec![]));
         assert_eq!(
-            steps,
-            vec![Step::TimeOut, Step::DropTurn, Step::Grant { count: 1 }, Step::Grant { count: 2 }]
+            round::<One>((), &[client(b"a", None)], Some(9), 10),
+            (Gate::Missed, vec![Step::Grant(())])
         );
     }
 
     #[test]
-    fn a_live_turn_at_the_head_reserves_the_lock() {
-        let line = [turn_of(b"s", 10), client(b"a", None)];
-        assert_eq!(round(&line, None, 10).1, vec![Step::GiveTurn { until: 10 + TURN_MS }]);
+    fn timed_out_waiters_and_lapsed_turns_are_skipped_and_a_refused_head_stops_the_round() {
+        let line = [client(b"a", Some(10)), turn_of(b"s", 9), client(b"b", Some(11)), client(b"c", None)];
+        assert_eq!(round::<One>((), &line, None, 10).1, vec![Step::TimeOut, Step::DropTurn, Step::Grant(())]);
     }
 
     #[test]
-    fn a_turn_behind_a_grant_stops_the_grants() {
-        let line = [client(b"s", None), turn_of(b"s", 100), client(b"s", None)];
-        assert_eq!(round(&line, None, 10).1, vec![Step::Grant { count: 1 }]);
-        assert_eq!(next(None, None, 0), Step::Stop);
+    fn a_live_turn_at_the_head_reserves_and_a_turn_behind_a_grant_stops() {
+        let line = [turn_of(b"s", 10), client(b"a", None)];
+        assert_eq!(round::<One>((), &line, None, 10).1, vec![Step::GiveTurn { until: 10 + TURN_MS }]);
+        assert_eq!(next::<One>(Some(&turn_of(b"s", 100)), &true, 10), Step::Stop);
+        assert_eq!(next::<One>(None, &false, 0), Step::Stop);
     }
 
     #[test]

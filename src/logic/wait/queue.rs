@@ -18,13 +18,12 @@ use std::sync::Arc;
 pub type KeyId = (i32, Vec<u8>);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Waiter<H> {
+pub struct Waiter<H, R> {
     /// The key, shared by every entry of the key (the queue keeps one copy of the name).
     pub key: Arc<KeyId>,
     pub owner: Arc<[u8]>,
-    pub lease_ms: i64,
-    /// The waiter asked for a fencing token (`FENCE`).
-    pub fence: bool,
+    /// What the waiter asks for (the kind's request: a lease, a token, a read or write hold...).
+    pub req: R,
     /// Absolute unix-ms deadline of the wait, `None` for no limit.
     pub deadline: Option<i64>,
     pub handle: H,
@@ -35,7 +34,7 @@ pub struct Waiter<H> {
     pub turn_until: Option<i64>,
 }
 
-impl<H> Waiter<H> {
+impl<H, R> Waiter<H, R> {
     pub fn is_turn(&self) -> bool {
         self.turn_until.is_some()
     }
@@ -57,10 +56,10 @@ struct KeyQueue {
 }
 
 #[derive(Debug)]
-pub struct WaitQueues<H> {
+pub struct WaitQueues<H, R> {
     next_id: u64,
     keys: HashMap<Arc<KeyId>, KeyQueue>,
-    waiters: HashMap<u64, Waiter<H>>,
+    waiters: HashMap<u64, Waiter<H, R>>,
     /// Blocked clients over all keys.
     clients: usize,
     /// Bytes of names and owner ids kept (the INFO gauge `waiter_bytes`): each key's name once,
@@ -68,17 +67,17 @@ pub struct WaitQueues<H> {
     kept_bytes: usize,
 }
 
-impl<H> Default for WaitQueues<H> {
+impl<H, R> Default for WaitQueues<H, R> {
     fn default() -> Self {
         WaitQueues { next_id: 1, keys: HashMap::new(), waiters: HashMap::new(), clients: 0, kept_bytes: 0 }
     }
 }
 
-impl<H> WaitQueues<H> {
-    /// Append a waiter at the tail of its key's queue; returns its id. A turn (`turn_until`
-    /// set) is only queued behind a key that has blocked clients, and only one per owner and
-    /// key: `None` otherwise.
-    pub fn try_push(&mut self, mut waiter: Waiter<H>) -> Option<u64> {
+impl<H, R> WaitQueues<H, R> {
+    /// Append a waiter at the tail of its key's queue; returns its id. A blocked client is
+    /// always queued; a turn (`turn_until` set) only behind a key that has blocked clients, and
+    /// only one per owner and key: `None` otherwise.
+    pub fn push(&mut self, mut waiter: Waiter<H, R>) -> Option<u64> {
         let turn = waiter.is_turn();
         if turn && (self.clients_on(&waiter.key) == 0 || self.turn_of(&waiter.key, &waiter.owner).is_some()) {
             return None;
@@ -107,23 +106,18 @@ impl<H> WaitQueues<H> {
         Some(id)
     }
 
-    /// Append a waiter (see [`WaitQueues::try_push`]); returns its id, or 0 for a refused turn.
-    pub fn push(&mut self, waiter: Waiter<H>) -> u64 {
-        self.try_push(waiter).unwrap_or(0)
-    }
-
-    pub fn get(&self, id: u64) -> Option<&Waiter<H>> {
+    pub fn get(&self, id: u64) -> Option<&Waiter<H, R>> {
         self.waiters.get(&id)
     }
 
-    pub fn get_mut(&mut self, id: u64) -> Option<&mut Waiter<H>> {
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut Waiter<H, R>> {
         self.waiters.get_mut(&id)
     }
 
     /// Remove a waiter wherever it stands. Returns it, and the expiry timer of its key if the
     /// key's queue became empty (the caller stops that timer).
     /// When the last blocked client of the key leaves, the key's turns go with it.
-    pub fn remove(&mut self, id: u64) -> Option<(Waiter<H>, Option<u64>)> {
+    pub fn remove(&mut self, id: u64) -> Option<(Waiter<H, R>, Option<u64>)> {
         let w = self.waiters.remove(&id)?;
         self.kept_bytes = self.kept_bytes.saturating_sub(w.owner.len());
         let mut stale_timer = None;
@@ -268,12 +262,11 @@ impl<H> WaitQueues<H> {
 mod tests {
     use super::*;
 
-    fn w(key: &str, owner: &str) -> Waiter<u32> {
+    fn w(key: &str, owner: &str) -> Waiter<u32, i64> {
         Waiter {
             key: Arc::new((0, key.as_bytes().to_vec())),
             owner: Arc::from(owner.as_bytes()),
-            lease_ms: 10,
-            fence: false,
+            req: 10,
             deadline: None,
             handle: 0,
             timer: None,
@@ -288,9 +281,9 @@ mod tests {
     #[test]
     fn fifo_per_key() {
         let mut q = WaitQueues::default();
-        let a = q.push(w("x", "a"));
-        let b = q.push(w("x", "b"));
-        let c = q.push(w("y", "c"));
+        let a = q.push(w("x", "a")).unwrap();
+        let b = q.push(w("x", "b")).unwrap();
+        let c = q.push(w("y", "c")).unwrap();
         assert_eq!(q.head(&k("x")), Some(a));
         assert_eq!(q.head(&k("y")), Some(c));
         assert_eq!(q.len(&k("x")), 2);
@@ -303,7 +296,7 @@ mod tests {
     #[test]
     fn removal_from_the_middle_and_cleanup() {
         let mut q = WaitQueues::default();
-        let ids: Vec<u64> = (0..100).map(|i| q.push(w("x", &i.to_string()))).collect();
+        let ids: Vec<u64> = (0..100).map(|i| q.push(w("x", &i.to_string())).unwrap()).collect();
         assert_eq!(q.set_expiry_timer(&k("x"), Some((77, 5))), None);
         for id in ids.iter().skip(1).step_by(2) {
             assert!(q.remove(*id).is_some());
@@ -333,10 +326,10 @@ mod tests {
     fn turns_live_only_beside_blocked_clients() {
         let mut q = WaitQueues::default();
         let turn = |o: &str| Waiter { turn_until: Some(100), ..w("x", o) };
-        assert_eq!(q.try_push(turn("java:1")), None, "no turn without a blocked client");
-        let c1 = q.push(w("x", "py:1"));
-        let t1 = q.try_push(turn("java:1")).expect("turn behind a client");
-        let c2 = q.push(w("x", "py:2"));
+        assert_eq!(q.push(turn("java:1")), None, "no turn without a blocked client");
+        let c1 = q.push(w("x", "py:1")).unwrap();
+        let t1 = q.push(turn("java:1")).expect("turn behind a client");
+        let c2 = q.push(w("x", "py:2")).unwrap();
         assert_eq!((q.len(&k("x")), q.clients_on(&k("x")), q.clients()), (3, 2, 2));
         assert_eq!(q.turn_of(&k("x"), b"java:1"), Some(t1));
         assert_eq!(q.turn_of(&k("x"), b"py:1"), None, "clients are not turns");
@@ -346,7 +339,7 @@ mod tests {
         q.remove(c1);
         assert_eq!(q.head(&k("x")), Some(t1), "a turn stands in line like a client");
         assert_eq!((q.turns(), q.kept_bytes()), (1, 1 + 6 + 4), "the name once, each owner once");
-        assert_eq!(q.try_push(turn("java:1")), None, "one turn per owner and key");
+        assert_eq!(q.push(turn("java:1")), None, "one turn per owner and key");
         q.remove(c2);
         assert!(!q.has(&k("x")), "the last client takes the turns and reservation with it");
         assert_eq!((q.turns(), q.kept_bytes()), (0, 0));

@@ -6,8 +6,10 @@ use crate::ffi::rm::{self, Ctx, Key, KeyKind, RStr};
 use crate::logic::args;
 use crate::logic::error::Error;
 use crate::logic::lock::args as lock_args;
+use crate::logic::lock::policy::Request;
 use crate::logic::lock::state::{self, LockView};
 use crate::module::effects;
+use crate::module::lock::waiting::Lock;
 use crate::module::token;
 use crate::module::wait;
 use crate::registry::stats;
@@ -55,10 +57,10 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     // belongs to the head of the queue, not to this newcomer; nor does a lock kept for a
     // Redisson script owner's turn.
     let mut turn_pttl = None;
-    if v == LockView::Free && wait::has_waiters(ctx, name) {
-        if wait::grant_head(ctx, &key, name, now, false) {
+    if v == LockView::Free && wait::has_waiters::<Lock>(ctx, name) {
+        if wait::grant_head::<Lock>(ctx, &key, name, now, false) {
             v = view(&key, owner);
-        } else if let wait::Turn::Wait(ms) = wait::turn(ctx, name, a.owner, now) {
+        } else if let wait::Turn::Wait(ms) = wait::turn::<Lock>(ctx, name, a.owner, now) {
             turn_pttl = Some(ms);
         }
     }
@@ -83,8 +85,8 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
             if may_block {
                 let lock_deadline = key.deadline();
                 drop(key);
-                let w = wait::Request { owner: a.owner, lease_ms: a.lease_ms, fence: a.fence };
-                wait::block(ctx, name, w, wait_deadline, lock_deadline, now);
+                let req = Request { lease_ms: a.lease_ms, fence: a.fence };
+                wait::block::<Lock>(ctx, name, a.owner, req, wait_deadline, lock_deadline, now);
             } else if a.fence {
                 rm::reply_pair(ctx, turn_pttl.unwrap_or_else(|| key.pttl()), -1);
             } else {
@@ -139,7 +141,7 @@ fn release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
 /// Delete the lock, then hand it to the head waiter, or publish that it is free.
 fn free_lock(ctx: Ctx, key: &Key, name: RStr, now: i64) {
     effects::delete(ctx, key, name);
-    if !wait::grant_head(ctx, key, name, now, true) {
+    if !wait::grant_head::<Lock>(ctx, key, name, now, true) {
         effects::publish_release(ctx, name);
     }
 }
@@ -197,7 +199,7 @@ fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     for (field, value) in &entries {
         owners.push((field, state::parse_count(value)?));
     }
-    let waiters = wait::waiting_on(rm::selected_db(ctx), rm::bytes(&name));
+    let waiters = wait::waiting_on::<Lock>(rm::selected_db(ctx), rm::bytes(&name));
     let token = token::last(ctx, rm::bytes(&name));
     rm::reply_map(ctx, 4);
     rm::reply_bytes(ctx, b"owners");

@@ -20,6 +20,7 @@ use crate::logic::lock::scripts::{self as redisson, Call, Kind, Publish};
 use crate::module::acl::{self, Cmd, Step};
 use crate::module::cluster;
 use crate::module::effects;
+use crate::module::lock::waiting::Lock;
 use crate::module::wait;
 use crate::registry::stats;
 use std::ffi::c_int;
@@ -184,10 +185,10 @@ fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: b
     // queue; a lock kept for another script owner's turn is not free for this one.
     let mut free = key.kind() == KeyKind::Empty;
     let mut turn_pttl = None;
-    if free && wait::has_waiters(ctx, name) {
-        if wait::grant_head(ctx, &key, name, now, false) {
+    if free && wait::has_waiters::<Lock>(ctx, name) {
+        if wait::grant_head::<Lock>(ctx, &key, name, now, false) {
             free = key.kind() == KeyKind::Empty;
-        } else if let wait::Turn::Wait(ms) = wait::turn(ctx, name, rm::bytes(&owner), now) {
+        } else if let wait::Turn::Wait(ms) = wait::turn::<Lock>(ctx, name, rm::bytes(&owner), now) {
             turn_pttl = Some(ms);
         }
     }
@@ -206,7 +207,7 @@ fn acquire(ctx: Ctx, a: &Argv, lease: Option<i64>, fenced: bool, fenced_reply: b
         }
         let pttl = turn_pttl.unwrap_or_else(|| key.pttl());
         // While LOCK.* clients wait, this owner takes a place in their FIFO.
-        wait::queue_turn(ctx, name, rm::bytes(&owner), pttl, now);
+        wait::queue_turn::<Lock>(ctx, name, rm::bytes(&owner), Default::default(), pttl, now);
         if fenced_reply {
             rm::reply_pair(ctx, pttl, -1);
         } else {
@@ -308,7 +309,7 @@ fn publish_allowed(publish: Publish, lock: &[u8], channel: &[u8]) -> bool {
 /// Free the lock: hand it to the head LOCK.* waiter, or publish the script's message.
 fn release_lock(ctx: Ctx, key: &Key, a: &Argv, publish: Publish, message: RStr, now: i64) {
     let name = a.key(0);
-    if !wait::grant_head(ctx, key, name, now, true) {
+    if !wait::grant_head::<Lock>(ctx, key, name, now, true) {
         effects::publish(ctx, a.key(1), message, publish == Publish::SPublish);
     }
 }
