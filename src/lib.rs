@@ -23,8 +23,7 @@ use ffi::events;
 use ffi::rm;
 use module::{acl, cluster, scripts::filter as script_filter, wait, writes};
 use redis_module::{redis_module, Context, RedisString, Status};
-use registry::{cmdinfo, config, stats};
-use std::ffi::CStr;
+use registry::{config, stats};
 
 #[cfg(not(any(test, feature = "fuzzing")))]
 macro_rules! alloc {
@@ -73,15 +72,8 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     if let Err(e) = config::register(ctx, &arg_bytes, hooks) {
         return fail(&context, &e);
     }
-    let handlers: [(&CStr, ffi::command_info::Cmd); 6] = [
-        (c"lock.acquire", module::lock::commands::acquire_cmd),
-        (c"lock.release", module::lock::commands::release_cmd),
-        (c"lock.renew", module::lock::commands::renew_cmd),
-        (c"lock.forcerelease", module::lock::commands::force_release_cmd),
-        (c"lock.info", module::lock::commands::info_cmd),
-        (c"lock.redisson", module::lock::scripts::redisson_cmd),
-    ];
-    if let Err(e) = ffi::command_info::register(ctx, &cmdinfo::SPECS, &handlers) {
+    let commands = module::lock::commands::COMMANDS.iter().chain([&module::lock::scripts::COMMAND]);
+    if let Err(e) = ffi::command_info::register(ctx, &commands.collect::<Vec<_>>()) {
         return fail(&context, &e);
     }
     stats::register_info(ctx);

@@ -36,6 +36,9 @@ impl Argv {
     }
 }
 
+/// A command's C entry point (made by [`entry!`]).
+pub type Entry = unsafe extern "C" fn(Ctx, *mut RStr, c_int) -> c_int;
+
 /// Define `pub unsafe extern "C" fn $name(ctx, argv, argc)`, the C entry point of a command,
 /// calling the safe `$body(ctx, &Argv)`. One entry per command, so the body is inlined.
 macro_rules! entry {

@@ -2,14 +2,11 @@
 //! DOCS / COMMAND INFO metadata through the raw `RM_SetCommandInfo` (7.0), and ACL categories on
 //! servers that have `RM_SetCommandACLCategories` (7.2+).
 
-use crate::ffi::rm::{self, rm, Ctx, RStr};
+use crate::ffi::rm::{self, rm, Ctx};
 use crate::registry::cmdinfo::{ArgKind, Keys, Spec};
 use redis_module::raw;
 use std::ffi::{c_int, CStr};
 use std::ptr::{null, null_mut};
-
-/// A command's C entry point (made by `ffi::command::entry!`).
-pub type Cmd = unsafe extern "C" fn(Ctx, *mut RStr, c_int) -> c_int;
 
 static VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {
     version: 1,
@@ -94,13 +91,9 @@ fn describe(ctx: Ctx, spec: &Spec) -> Result<(), String> {
     Ok(())
 }
 
-/// Create every LOCK.* command and describe it; `handlers` gives each command's entry point by
-/// name.
-pub fn register(ctx: Ctx, specs: &[Spec], handlers: &[(&CStr, Cmd)]) -> Result<(), String> {
+/// Create each command of `specs` (its row's entry point) and describe it.
+pub fn register(ctx: Ctx, specs: &[&Spec]) -> Result<(), String> {
     for spec in specs {
-        let Some(&(_, handler)) = handlers.iter().find(|(name, _)| *name == spec.name) else {
-            return Err(format!("no handler for command {:?}", spec.name));
-        };
         let (first, last, step) = match spec.keys {
             Keys::First => (1, 1, 1),
             Keys::Numkeys(_) => (0, 0, 0),
@@ -108,7 +101,7 @@ pub fn register(ctx: Ctx, specs: &[Spec], handlers: &[(&CStr, Cmd)]) -> Result<(
         let ok = rm!(RedisModule_CreateCommand(
             ctx,
             spec.name.as_ptr(),
-            Some(handler),
+            Some(spec.handler),
             spec.flags.as_ptr(),
             first,
             last,

@@ -12,6 +12,9 @@ use crate::module::effects;
 use crate::module::lock::waiting::Lock;
 use crate::module::token;
 use crate::module::wait;
+use crate::registry::cmdinfo::{
+    arg, opt, ArgKind, Keys, Spec, RO_ACCESS, RW_ACCESS_DELETE, RW_ACCESS_UPDATE, RW_UPDATE,
+};
 use crate::registry::stats;
 
 /// Read what the lock key holds for `owner`.
@@ -225,3 +228,78 @@ entry!(release_cmd, |ctx, argv| run(ctx, argv, release));
 entry!(renew_cmd, |ctx, argv| run(ctx, argv, renew));
 entry!(force_release_cmd, |ctx, argv| run(ctx, argv, force_release));
 entry!(info_cmd, |ctx, argv| run(ctx, argv, info));
+
+/// The plain lock's commands: entry point, registration flags, key positions, COMMAND DOCS.
+pub const COMMANDS: [Spec; 5] = [
+    Spec {
+        name: c"lock.acquire",
+        handler: acquire_cmd,
+        flags: c"write deny-oom",
+        acl: c"write blocking",
+        arity: -4,
+        summary:
+            c"Acquires (or re-enters) a lock for an owner with a lease; optionally waits in a FIFO queue and issues a fencing token",
+        complexity: c"O(1)",
+        key_flags: RW_ACCESS_UPDATE,
+        keys: Keys::First,
+        args: &[
+            arg(c"key", ArgKind::Key),
+            arg(c"owner", ArgKind::Str),
+            arg(c"lease-ms", ArgKind::Int),
+            opt(c"timeout-ms", ArgKind::Int, Some(c"WAIT")),
+            opt(c"fence", ArgKind::PureToken, Some(c"FENCE")),
+        ],
+    },
+    Spec {
+        name: c"lock.release",
+        handler: release_cmd,
+        flags: c"write",
+        acl: c"write fast",
+        arity: -3,
+        summary: c"Releases one hold of a lock; frees it (or hands it to the next waiter) on the last hold",
+        complexity: c"O(1)",
+        key_flags: RW_ACCESS_DELETE,
+        keys: Keys::First,
+        args: &[
+            arg(c"key", ArgKind::Key),
+            arg(c"owner", ArgKind::Str),
+            opt(c"lease-ms", ArgKind::Int, None),
+        ],
+    },
+    Spec {
+        name: c"lock.renew",
+        handler: renew_cmd,
+        flags: c"write fast",
+        acl: c"write fast",
+        arity: 4,
+        summary: c"Resets the lease of a lock held by the owner (watchdog renewal)",
+        complexity: c"O(1)",
+        key_flags: RW_UPDATE,
+        keys: Keys::First,
+        args: &[arg(c"key", ArgKind::Key), arg(c"owner", ArgKind::Str), arg(c"lease-ms", ArgKind::Int)],
+    },
+    Spec {
+        name: c"lock.forcerelease",
+        handler: force_release_cmd,
+        flags: c"write fast",
+        acl: c"write fast",
+        arity: 2,
+        summary: c"Frees a lock whoever holds it (or hands it to the next waiter)",
+        complexity: c"O(1)",
+        key_flags: RW_ACCESS_DELETE,
+        keys: Keys::First,
+        args: &[arg(c"key", ArgKind::Key)],
+    },
+    Spec {
+        name: c"lock.info",
+        handler: info_cmd,
+        flags: c"readonly fast",
+        acl: c"read fast",
+        arity: 2,
+        summary: c"Returns a lock's owners with hold counts, its PTTL, the number of waiting clients and its last fencing token",
+        complexity: c"O(N) where N is the number of owner fields (1 for a Redisson lock)",
+        key_flags: RO_ACCESS,
+        keys: Keys::First,
+        args: &[arg(c"key", ArgKind::Key)],
+    },
+];

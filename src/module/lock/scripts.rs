@@ -22,6 +22,7 @@ use crate::module::cluster;
 use crate::module::effects;
 use crate::module::lock::waiting::Lock;
 use crate::module::wait;
+use crate::registry::cmdinfo::{arg, Arg, ArgKind, Keys, Spec, RW_ACCESS_UPDATE};
 use crate::registry::stats;
 use std::ffi::c_int;
 
@@ -533,3 +534,24 @@ entry!(redisson_cmd, |ctx, argv: &command::Argv| {
     let called = strs.first().and_then(|name| crate::module::scripts::filter::identify(*name));
     command::run(ctx, argv, |ctx, s, b| handle(ctx, called, s, b))
 });
+
+/// LOCK.REDISSON's row: entry point, registration flags, key positions, COMMAND DOCS.
+pub const COMMAND: Spec = Spec {
+        name: c"lock.redisson",
+        handler: redisson_cmd,
+        // Like EVAL: not flagged write (a script decides at run time; on a read-only replica or
+        // under OOM the call runs in Lua and fails or succeeds as the script does).
+        flags: c"deny-script may-replicate allow-stale no-mandatory-keys getkeys-api",
+        acl: c"scripting slow",
+        arity: -3,
+        summary: c"Runs a Redisson lock script natively; the command filter of lock.redisson-scripts native renames EVAL/EVALSHA calls of known scripts into it",
+        complexity: c"O(N) where N is the number of keys (1 to 3, or the batch size of a watchdog renewal)",
+        key_flags: RW_ACCESS_UPDATE,
+        keys: Keys::Numkeys(2),
+        args: &[
+            arg(c"script-or-sha1", ArgKind::Str),
+            arg(c"numkeys", ArgKind::Int),
+            Arg { name: c"key", kind: ArgKind::Key, token: None, optional: false, multiple: true },
+            Arg { name: c"arg", kind: ArgKind::Str, token: None, optional: true, multiple: true },
+        ],
+    };
