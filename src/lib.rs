@@ -85,10 +85,15 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     // Events that may change whether the server refuses writes (see writes.rs); a reload
     // starts with no cached answer.
-    writes::invalidate();
-    for id in writes::EVENTS {
-        events::subscribe(ctx, id, writes::on_event);
+    let watched = writes::EVENTS.iter().all(|id| events::subscribe(ctx, *id, writes::on_event));
+    if !watched {
+        rm::log(
+            ctx,
+            c"warning",
+            "lock module: cannot subscribe to write-state events; every write check asks the server",
+        );
     }
+    writes::set_watched(watched);
     Status::Ok
 }
 
@@ -100,7 +105,8 @@ fn reset_statics() {
     wait::reset();
     stats::reset();
     acl::reset();
-    writes::invalidate();
+    // Redis drops a module's event subscriptions when it unloads it.
+    writes::set_watched(false);
 }
 
 fn deinit(ctx: &Context) -> Status {

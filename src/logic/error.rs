@@ -1,6 +1,7 @@
 //! Every error reply the module sends, in one type: each variant owns its reply string
 //! (`reply`). Clients match on these strings (the prefix is the error class), so they change
-//! only with the spec (`/work/shared/spec/commands.md`); `module/commands` writes them out.
+//! only with the spec (commands.md, section 3); `ffi/command.rs` (`run`) writes them out for
+//! the commands, `module/wait/callbacks.rs` for blocked clients.
 
 use std::borrow::Cow;
 use std::fmt;

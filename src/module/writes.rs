@@ -15,7 +15,7 @@
 //! CONFIG SET, replica connected or gone, master link, persistence, loading, role change).
 
 use crate::ffi::rm::{self, Ctx, RStr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// Bumped by every server event that may change the answer.
@@ -30,14 +30,33 @@ pub fn invalidate() {
     EPOCH.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Whether every event in [`EVENTS`] is subscribed to: only then can an answer be kept (a
+/// missed event would leave it stale). Otherwise the server is asked on every call.
+static WATCHED: AtomicBool = AtomicBool::new(false);
+
+/// Module load: whether the subscriptions to [`EVENTS`] all succeeded.
+pub fn set_watched(all: bool) {
+    WATCHED.store(all, Ordering::Relaxed);
+    invalidate();
+}
+
+/// The epoch an answer is kept for; a fresh one on every call when the events are not watched.
+fn epoch() -> u64 {
+    if WATCHED.load(Ordering::Relaxed) {
+        EPOCH.load(Ordering::Relaxed)
+    } else {
+        EPOCH.fetch_add(1, Ordering::Relaxed) + 1
+    }
+}
+
 /// (epoch, whether this server is a read-only replica) as last read.
 static READONLY: AtomicU64 = AtomicU64::new(0);
 
 /// Whether this server is a read-only replica, read from the context flags once per epoch
 /// (they cost more than a native script on some servers, see `rm::ctx_flags`). A role change
-/// bumps the epoch (wait.rs), as do CONFIG SET and the cron loop.
+/// bumps the epoch (wait/events.rs), as do CONFIG SET and the cron loop.
 pub fn readonly_replica(ctx: Ctx) -> bool {
-    let epoch = EPOCH.load(Ordering::Relaxed);
+    let epoch = epoch();
     let seen = READONLY.load(Ordering::Relaxed);
     if seen >> 1 == epoch {
         return seen & 1 == 1;
@@ -50,7 +69,7 @@ pub fn readonly_replica(ctx: Ctx) -> bool {
 /// The error a client write would get now (`NOREPLICAS ...`, `MISCONF ...`, `READONLY ...`),
 /// or `None` when writes are accepted. `key` is used for the probe (nothing is written).
 pub fn refused(ctx: Ctx, key: RStr) -> Option<String> {
-    let epoch = EPOCH.load(Ordering::Relaxed);
+    let epoch = epoch();
     if ACCEPTED.load(Ordering::Relaxed) == epoch {
         return None;
     }

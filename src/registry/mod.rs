@@ -1,4 +1,5 @@
-//! Leaves: configs, INFO counters, command registration and docs.
+//! Leaves: configs, INFO counters, the type of a command's table row (the rows sit beside
+//! their handlers).
 
 pub mod cmdinfo;
 pub mod config;
