@@ -3,6 +3,10 @@
 //!
 //! - `src/logic/` is pure: no `redis_module`, no `unsafe`, no import of another layer.
 //! - `src/registry/` is a leaf: it imports nothing from `src/module/` (the glue).
+//! - Kinds: a kind is a folder in both `src/logic/` and `src/module/` (`lock`, ...), apart from
+//!   the folders every kind shares ([`SHARED`]). No kind imports another kind, and the waiting
+//!   core (`logic/wait`, `module/wait`) imports no kind: it is generic over them (`lib.rs` lists
+//!   the kinds). A kind's logic is pure like the rest of `src/logic/`.
 //! - No import cycle between files (modules), `lib.rs` aside (it wires everything).
 //! - `unsafe`, `extern "C"`, `raw::` and `RedisModule_` live in `src/ffi/`; the files that still
 //!   hold some are listed in [`NOT_YET_IN_FFI`], a list that may only shrink (the test fails when
@@ -11,6 +15,34 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+
+/// Folders in both `src/logic/` and `src/module/` that are not kinds: the code every kind shares.
+const SHARED: &[&str] = &["wait", "scripts"];
+
+/// The kinds: folders present in both `logic/` and `module/`, but the shared ones.
+fn kinds(sources: &[Source]) -> BTreeSet<String> {
+    let folders = |layer: &str| -> BTreeSet<String> {
+        sources
+            .iter()
+            .filter_map(|s| s.rel.strip_prefix(layer)?.split_once('/').map(|(f, _)| f.to_string()))
+            .collect()
+    };
+    folders("logic/")
+        .intersection(&folders("module/"))
+        .filter(|f| !SHARED.contains(&f.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// The kind a module path belongs to (`logic::lock::state` -> `lock`), if any.
+fn kind_of<'a>(module: &str, kinds: &'a BTreeSet<String>) -> Option<&'a String> {
+    let mut parts = module.split("::");
+    let (layer, folder) = (parts.next()?, parts.next()?);
+    if layer != "logic" && layer != "module" {
+        return None;
+    }
+    kinds.iter().find(|k| k.as_str() == folder)
+}
 
 /// Files outside `src/ffi/` that still make raw API calls or hold unsafe code.
 const NOT_YET_IN_FFI: &[&str] = &[];
@@ -217,8 +249,20 @@ fn violations(root: &Path) -> Vec<String> {
     let sources = sources_in(root);
     let g = graph(&sources);
     let mut v = Vec::new();
+    let kinds = kinds(&sources);
     for s in &sources {
         let deps = g.get(&s.module).cloned().unwrap_or_default();
+        let mine = kind_of(&s.module, &kinds);
+        let shared_core = s.module.starts_with("logic::wait") || s.module.starts_with("module::wait");
+        for d in &deps {
+            match (mine, kind_of(d, &kinds)) {
+                (Some(a), Some(b)) if a != b => v.push(format!("{}: kind {a} imports kind {b} ({d})", s.rel)),
+                (None, Some(b)) if shared_core => {
+                    v.push(format!("{}: the shared core imports kind {b} ({d})", s.rel))
+                }
+                _ => {}
+            }
+        }
         match layer(&s.module) {
             "logic" => {
                 if code_lines(&s.code).any(|l| l.contains("redis_module")) {
@@ -261,6 +305,8 @@ fn violations(root: &Path) -> Vec<String> {
 
 #[test]
 fn layout_holds() {
+    let found = kinds(&sources_in(&src_dir()));
+    assert!(found.contains("lock"), "the kind rules see no kinds: {found:?}");
     let v = violations(&src_dir());
     assert!(v.is_empty(), "layering rules broken:\n{}", v.join("\n"));
 }
@@ -268,7 +314,10 @@ fn layout_holds() {
 /// The checks can fail: copies of src/ with one violation injected each are caught.
 #[test]
 fn injected_violations_are_caught() {
-    let cases: [(&str, &str, &str); 5] = [
+    let cases: [(&str, &str, &str); 8] = [
+        ("module/lock/commands.rs", "\nuse crate::module::zz::x;\n", "kind lock imports kind zz"),
+        ("logic/lock/state.rs", "\nuse crate::logic::zz::x;\n", "kind lock imports kind zz"),
+        ("module/wait/grants.rs", "\nuse crate::module::lock::waiting::Lock;\n", "the shared core imports kind lock"),
         // A cycle: stats (imported by wait::table) importing wait::table.
         ("registry/stats.rs", "\npub fn _x() { crate::module::wait::table::admit(b\"\", b\"\"); }\n", "import cycle"),
         ("logic/args.rs", "\nuse redis_module::raw;\n", "logic/ imports redis_module"),
@@ -287,6 +336,11 @@ fn injected_violations_are_caught() {
     for (file, injected, expect) in cases {
         let dir = tempfile::tempdir().unwrap();
         copy_tree(&src_dir(), dir.path());
+        // A second kind, for the kind rules.
+        for layer in ["logic", "module"] {
+            fs::create_dir_all(dir.path().join(layer).join("zz")).unwrap();
+            fs::write(dir.path().join(layer).join("zz/mod.rs"), "//! A kind.\n").unwrap();
+        }
         let target = dir.path().join(file);
         let mut text = fs::read_to_string(&target).unwrap();
         // Before the tests module, so the scan sees it.
