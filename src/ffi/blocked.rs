@@ -27,7 +27,7 @@ pub trait Waits: 'static {
 /// Block the calling client with `W`'s callbacks (no Redis timeout); `None` when Redis refused.
 #[inline]
 pub fn block<W: Waits>(ctx: Ctx) -> Option<Client> {
-    let bc = rm!(RedisModule_BlockClient(ctx, Some(on_reply::<W>), Some(on_timeout::<W>), Some(free_outcome::<W>), 0) else null_mut());
+    let bc = rm!(RedisModule_BlockClient(ctx.0, Some(on_reply::<W>), Some(on_timeout::<W>), Some(free_outcome::<W>), 0) else null_mut());
     if bc.is_null() {
         return None;
     }
@@ -49,35 +49,47 @@ pub fn unblock<W: Waits>(client: Client, outcome: W::Outcome) {
 }
 
 /// The argv Redis passes to a blocked client's callbacks.
-fn args<'a>(argv: *mut RStr, argc: c_int) -> &'a [RStr] {
+fn args<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> &'a [RStr] {
     match usize::try_from(argc) {
-        // SAFETY: Redis passes argc valid strings at argv, alive during the callback.
-        Ok(n) if n > 0 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
+        // SAFETY: Redis passes argc valid strings at argv, alive during the callback; an RStr
+        // is a transparent wrapper of the string pointer.
+        Ok(n) if n > 0 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv.cast::<RStr>(), n) },
         _ => &[],
     }
 }
 
-unsafe extern "C" fn on_reply<W: Waits>(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
+unsafe extern "C" fn on_reply<W: Waits>(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
     let pd = rm!(RedisModule_GetBlockedClientPrivateData(ctx) else null_mut()).cast::<W::Outcome>();
     // SAFETY: the private data is the W::Outcome box handed to RM_UnblockClient (or null).
-    W::reply(ctx, unsafe { pd.as_ref() }, args(argv, argc));
+    W::reply(Ctx(ctx), unsafe { pd.as_ref() }, args(argv, argc));
     raw::REDISMODULE_OK as c_int
 }
 
-unsafe extern "C" fn on_timeout<W: Waits>(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
+unsafe extern "C" fn on_timeout<W: Waits>(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
     let bc = rm!(RedisModule_GetBlockedClientHandle(ctx) else null_mut());
-    W::unblocked(ctx, bc as Client, args(argv, argc));
+    W::unblocked(Ctx(ctx), bc as Client, args(argv, argc));
     rm!(RedisModule_UnblockClient(bc, null_mut()) else 0);
     raw::REDISMODULE_OK as c_int
 }
 
-unsafe extern "C" fn on_disconnect<W: Waits>(ctx: Ctx, bc: *mut raw::RedisModuleBlockedClient) {
-    if W::disconnected(ctx, bc as Client) {
+unsafe extern "C" fn on_disconnect<W: Waits>(
+    ctx: *mut raw::RedisModuleCtx,
+    bc: *mut raw::RedisModuleBlockedClient,
+) {
+    if W::disconnected(Ctx(ctx), bc as Client) {
         rm!(RedisModule_UnblockClient(bc, null_mut()) else 0);
     }
 }
 
-unsafe extern "C" fn free_outcome<W: Waits>(_ctx: Ctx, pd: *mut c_void) {
+unsafe extern "C" fn free_outcome<W: Waits>(_ctx: *mut raw::RedisModuleCtx, pd: *mut c_void) {
     if !pd.is_null() {
         // SAFETY: every private data handed to RM_UnblockClient for W is a Box<W::Outcome>.
         drop(unsafe { Box::from_raw(pd.cast::<W::Outcome>()) });

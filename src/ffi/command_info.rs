@@ -2,14 +2,15 @@
 //! DOCS / COMMAND INFO metadata through the raw `RM_SetCommandInfo` (7.0), and ACL categories on
 //! servers that have `RM_SetCommandACLCategories` (7.2+).
 
-use crate::ffi::rm::{self, rm, Ctx, RStr};
+use crate::ffi::rm::{self, rm, Ctx};
 use crate::registry::cmdinfo::{ArgKind, Keys, Spec};
 use redis_module::raw;
 use std::ffi::{c_int, CStr};
 use std::ptr::{null, null_mut};
 
 /// A command's C entry point (made by `ffi::command::entry!`).
-pub type Cmd = unsafe extern "C" fn(Ctx, *mut RStr, c_int) -> c_int;
+pub type Cmd =
+    unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
 static VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {
     version: 1,
@@ -19,7 +20,7 @@ static VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfo
 };
 
 fn describe(ctx: Ctx, spec: &Spec) -> Result<(), String> {
-    let cmd = rm!(RedisModule_GetCommand(ctx, spec.name.as_ptr()) else null_mut());
+    let cmd = rm!(RedisModule_GetCommand(ctx.0, spec.name.as_ptr()) else null_mut());
     if cmd.is_null() {
         return Err(format!("cannot find command {:?}", spec.name));
     }
@@ -106,7 +107,7 @@ pub fn register(ctx: Ctx, specs: &[Spec], handlers: &[(&CStr, Cmd)]) -> Result<(
             Keys::Numkeys(_) => (0, 0, 0),
         };
         let ok = rm!(RedisModule_CreateCommand(
-            ctx,
+            ctx.0,
             spec.name.as_ptr(),
             Some(handler),
             spec.flags.as_ptr(),

@@ -12,7 +12,7 @@
 
 use crate::ffi::acl as ffi_acl;
 pub use crate::ffi::acl::User;
-use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr, StaticStr};
 use crate::logic::error::Error;
 use crate::registry::stats;
 use std::collections::HashMap;
@@ -56,12 +56,11 @@ const NAME_TEXT: [&[u8]; 14] = [
 ];
 
 /// The command names (and "px"), created once and never freed.
-static NAMES: LazyLock<Vec<usize>> = LazyLock::new(|| {
-    NAME_TEXT.iter().chain([&b"px"[..]].iter()).map(|n| OwnedStr::leak(n) as usize).collect()
-});
+static NAMES: LazyLock<Vec<StaticStr>> =
+    LazyLock::new(|| NAME_TEXT.iter().chain([&b"px"[..]].iter()).map(|n| StaticStr::new(n)).collect());
 
 fn name_str(i: usize) -> RStr {
-    NAMES.get(i).copied().unwrap_or(0) as RStr
+    NAMES.get(i).map_or(RStr::ABSENT, StaticStr::ptr)
 }
 
 pub fn name(cmd: Cmd) -> RStr {

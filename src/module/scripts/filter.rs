@@ -32,7 +32,7 @@
 //! wrong kind.
 
 use crate::ffi::filter as hook;
-use crate::ffi::rm::{Ctx, OwnedStr, RStr};
+use crate::ffi::rm::{Ctx, RStr, StaticStr};
 use crate::logic::lock::scripts::{self as redisson, Kind, Table, KINDS};
 use crate::registry::stats;
 use std::ffi::c_int;
@@ -47,8 +47,8 @@ static TABLE: LazyLock<RwLock<Table>> = LazyLock::new(|| RwLock::new(Table::buil
 static FILTER: AtomicUsize = AtomicUsize::new(0);
 /// Command names put in place by the filter, `[kind][evalsha]`, created once and never freed
 /// (each use takes a reference for Redis to drop).
-static NAMES: LazyLock<Vec<[usize; 2]>> =
-    LazyLock::new(|| KINDS.iter().map(|_| [0, 1].map(|_| OwnedStr::leak(COMMAND) as usize)).collect());
+static NAMES: LazyLock<Vec<[StaticStr; 2]>> =
+    LazyLock::new(|| KINDS.iter().map(|_| [0, 1].map(|_| StaticStr::new(COMMAND))).collect());
 
 /// Which of EVAL (bit 0) and EVALSHA (bit 1) the server resolves by those names: with
 /// `rename-command EVALSHA ""` (or renamed to another name) the name is unknown to the server,
@@ -92,8 +92,10 @@ pub fn lookup(evalsha: bool, script: &[u8]) -> Option<Kind> {
 
 /// Which (kind, EVALSHA?) a command name object put in place by the filter stands for.
 pub fn identify(name: RStr) -> Option<(Kind, bool)> {
-    let p = name as usize;
-    NAMES.iter().zip(KINDS).find_map(|(pair, kind)| pair.iter().position(|q| *q == p).map(|i| (kind, i == 1)))
+    NAMES
+        .iter()
+        .zip(KINDS)
+        .find_map(|(pair, kind)| pair.iter().position(|q| q.is(name)).map(|i| (kind, i == 1)))
 }
 
 /// Install (`on`) or remove the filter; idempotent.
@@ -181,7 +183,7 @@ fn filter_command(fctx: &hook::FilterArgs) {
             stats::redisson_lua(kind);
             return None;
         }
-        let name = *NAMES.get(kind.index())?.get(usize::from(evalsha))? as RStr;
+        let name = NAMES.get(kind.index())?.get(usize::from(evalsha))?.ptr();
         Some(name)
     }));
     let Ok(Some(name)) = r else { return };
