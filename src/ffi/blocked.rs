@@ -8,8 +8,19 @@ use redis_module::raw;
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
 
-/// A blocked client's handle, as a plain number (0 is never a handle).
-pub type Client = usize;
+/// A blocked client's handle (`RedisModuleBlockedClient`), made only here.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Client(*mut raw::RedisModuleBlockedClient);
+
+// SAFETY: the server calls the module from its main thread only, so a handle kept in the
+// glue's static tables is only ever used on that thread.
+unsafe impl Send for Client {}
+
+impl Client {
+    /// No blocked client: the handle of a queue entry that is not one (a script owner's turn).
+    /// [`unblock`] does nothing with it.
+    pub const NONE: Client = Client(null_mut());
+}
 
 /// What the glue does for its blocked clients. One implementation per outcome type; every
 /// client blocked with [`block::<W>`] must be unblocked with [`unblock::<W>`].
@@ -32,14 +43,17 @@ pub fn block<W: Waits>(ctx: Ctx) -> Option<Client> {
         return None;
     }
     rm!(RedisModule_SetDisconnectCallback(bc, Some(on_disconnect::<W>)) else ());
-    Some(bc as Client)
+    Some(Client(bc))
 }
 
 /// Unblock `client` (blocked with [`block::<W>`]) with `outcome`, replied by [`Waits::reply`].
 #[inline]
 pub fn unblock<W: Waits>(client: Client, outcome: W::Outcome) {
+    let bc = client.0;
+    if bc.is_null() {
+        return;
+    }
     let pd = Box::into_raw(Box::new(outcome)).cast::<c_void>();
-    let bc = client as *mut raw::RedisModuleBlockedClient;
     if rm!(RedisModule_UnblockClient(bc, pd) else raw::REDISMODULE_ERR as c_int)
         != raw::REDISMODULE_OK as c_int
     {
@@ -75,7 +89,7 @@ unsafe extern "C" fn on_timeout<W: Waits>(
     argc: c_int,
 ) -> c_int {
     let bc = rm!(RedisModule_GetBlockedClientHandle(ctx) else null_mut());
-    W::unblocked(Ctx(ctx), bc as Client, args(argv, argc));
+    W::unblocked(Ctx(ctx), Client(bc), args(argv, argc));
     rm!(RedisModule_UnblockClient(bc, null_mut()) else 0);
     raw::REDISMODULE_OK as c_int
 }
@@ -84,7 +98,7 @@ unsafe extern "C" fn on_disconnect<W: Waits>(
     ctx: *mut raw::RedisModuleCtx,
     bc: *mut raw::RedisModuleBlockedClient,
 ) {
-    if W::disconnected(Ctx(ctx), bc as Client) {
+    if W::disconnected(Ctx(ctx), Client(bc)) {
         rm!(RedisModule_UnblockClient(bc, null_mut()) else 0);
     }
 }

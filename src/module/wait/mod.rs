@@ -27,8 +27,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(Default)]
 struct Shared {
-    q: WaitQueues<usize>,
-    by_client: HashMap<usize, u64>,
+    q: WaitQueues<Client, TimerId>,
+    by_client: HashMap<Client, u64>,
     pending: HashSet<KeyId>,
     check_armed: bool,
 }
@@ -140,7 +140,7 @@ fn unblock(handle: Client, outcome: Outcome) {
 }
 
 /// Take waiter `id` out of the table and stop its timers. `None` if it was already gone.
-fn take(ctx: Ctx, id: u64) -> Option<Waiter<usize>> {
+fn take(ctx: Ctx, id: u64) -> Option<Waiter<Client, TimerId>> {
     let (w, stale) = with(|s| {
         let (w, stale) = s.q.remove(id)?;
         s.by_client.remove(&w.handle);
@@ -390,7 +390,7 @@ pub fn queue_turn(ctx: Ctx, name: RStr, owner: &[u8], pttl: i64, now: i64) {
             lease_ms: 0,
             fence: false,
             deadline: None,
-            handle: 0,
+            handle: Client::NONE,
             timer: None,
             turn_until: Some(until),
         };
