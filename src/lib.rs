@@ -39,14 +39,14 @@ macro_rules! alloc {
 }
 
 fn fail(ctx: &Context, msg: &str) -> Status {
-    rm::log(ctx.ctx, c"warning", &format!("lock module: {msg}"));
+    rm::log(rm::Ctx::from_context(ctx), c"warning", &format!("lock module: {msg}"));
     Status::Err
 }
 
 fn install_panic_hook() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        rm::log(std::ptr::null_mut(), c"warning", &format!("lock module panic: {info}"));
+        rm::log_global(c"warning", &format!("lock module panic: {info}"));
         default(info);
     }));
 }
@@ -63,25 +63,25 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     reset_statics();
     rm::init_constants();
     ffi::replication::init();
-    cluster::init(ctx.ctx);
-    let ctx = ctx.ctx;
+    let context = ctx;
+    let ctx = rm::Ctx::from_context(context);
+    cluster::init(ctx);
     let arg_bytes: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
-    let context = Context::new(ctx);
     events::no_implicit_signal_modified(ctx);
     let hooks = config::FilterHooks { install: script_filter::install, set_extra: script_filter::set_extra };
     if let Err(e) = config::register(ctx, &arg_bytes, hooks) {
-        return fail(&context, &e);
+        return fail(context, &e);
     }
     let commands = module::lock::commands::COMMANDS.iter().chain([&module::lock::scripts::COMMAND]);
     if let Err(e) = ffi::command_info::register(ctx, &commands.collect::<Vec<_>>()) {
-        return fail(&context, &e);
+        return fail(context, &e);
     }
     stats::register_info(ctx);
     if !events::subscribe(ctx, events::FLUSHDB, wait::on_flush)
         || !events::subscribe(ctx, events::ROLE_CHANGED, wait::on_role_change)
         || !events::subscribe(ctx, events::SWAPDB, wait::on_swapdb)
     {
-        return fail(&context, "cannot subscribe to server events");
+        return fail(context, "cannot subscribe to server events");
     }
     // Events that may change whether the server refuses writes (see writes.rs); a reload
     // starts with no cached answer.
@@ -112,8 +112,9 @@ fn reset_statics() {
 fn deinit(ctx: &Context) -> Status {
     if wait::can_unload() {
         // Unregister the filter ourselves (Redis would drop it too), then forget every handle.
-        if script_filter::install(ctx.ctx, false).is_err() {
-            rm::log(ctx.ctx, c"warning", "lock module: could not unregister the command filter");
+        let ctx = rm::Ctx::from_context(ctx);
+        if script_filter::install(ctx, false).is_err() {
+            rm::log(ctx, c"warning", "lock module: could not unregister the command filter");
         }
         reset_statics();
         // Drop our panic hook: its code is about to be unloaded with the library.

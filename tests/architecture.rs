@@ -11,6 +11,11 @@
 //! - `unsafe`, `extern "C"`, `raw::` and `RedisModule_` live in `src/ffi/`; the files that still
 //!   hold some are listed in [`NOT_YET_IN_FFI`], a list that may only shrink (the test fails when
 //!   a listed file no longer needs its entry, so the list is kept exact).
+//! - Raw pointers live in `src/ffi/` too ([`pointer_violations`]): elsewhere the server's
+//!   objects are the opaque handles of [`HANDLES`], which no `as` cast makes or turns into an
+//!   integer ([`handle_violations`]). Their field (`ctx.0`, `RStr(p)`) cannot be used outside
+//!   `src/ffi/`: it is private to it, which the compiler enforces; [`handle_declarations`]
+//!   checks that it stays private.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -46,6 +51,18 @@ fn kind_of<'a>(module: &str, kinds: &'a BTreeSet<String>) -> Option<&'a String> 
 
 /// Files outside `src/ffi/` that still make raw API calls or hold unsafe code.
 const NOT_YET_IN_FFI: &[&str] = &[];
+
+/// The handle types `src/ffi/` makes (contexts, strings, blocked clients, timers, the command
+/// filter): newtypes around a raw pointer or id, whose field is private to `src/ffi/`.
+const HANDLES: &[&str] = &["Ctx", "RStr", "StaticStr", "Client", "TimerId", "Filter"];
+
+/// Text that names, makes or casts to a raw pointer (or takes one out of a reference or box).
+const RAW_POINTER: &[&str] =
+    &["*mut ", "*const ", "null_mut", "ptr::null", "as *", "as_ptr(", "as_mut_ptr(", "addr_of", "into_raw"];
+
+/// Integer types a pointer (or a handle, were it an alias of one) could be cast to.
+const INTEGERS: &[&str] =
+    &["usize", "isize", "u8", "u16", "u32", "u64", "u128", "i8", "i16", "i32", "i64", "i128"];
 
 struct Source {
     /// Path under src/, with `/`.
@@ -235,6 +252,114 @@ fn layer(module: &str) -> &str {
     module.split("::").next().unwrap_or("")
 }
 
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Whether `line` holds `pat` not preceded by an identifier character when `pat` starts with
+/// one (so `as *` does not match in `has *`, nor `addr_of` in `my_addr_of`).
+fn has_token(line: &str, pat: &str) -> bool {
+    let word_start = pat.starts_with(is_ident);
+    line.match_indices(pat).any(|(i, _)| !word_start || !line.get(..i).unwrap_or("").ends_with(is_ident))
+}
+
+/// Outside `src/ffi/`: no raw pointer type, null pointer, cast to a pointer, nor any other way
+/// to take a raw pointer (`as_ptr()`, `addr_of!`, `into_raw`). With no raw pointer there is
+/// nothing to cast to or from an integer either.
+fn pointer_violations(s: &Source) -> Vec<String> {
+    let mut v = Vec::new();
+    for line in code_lines(&s.code) {
+        if let Some(p) = RAW_POINTER.iter().find(|p| has_token(line, p)) {
+            v.push(format!("{}: raw pointer outside src/ffi ({p:?}): {}", s.rel, line.trim()));
+        }
+    }
+    v
+}
+
+/// Outside `src/ffi/`: no `as` cast to a handle type, nor of a handle to an integer. Neither
+/// compiles while the handles are structs (a non-primitive cast); this catches them should one
+/// become a pointer alias again: a cast of a name the enclosing `fn` binds to a handle type
+/// (`name: RStr`), or of a handle accessor's result (`.ptr()`, `leak(..)`).
+fn handle_violations(s: &Source) -> Vec<String> {
+    let mut v = Vec::new();
+    // Names bound to a handle type since the last `fn` line.
+    let mut handle_names: BTreeSet<String> = BTreeSet::new();
+    for line in code_lines(&s.code) {
+        if line.split(|c: char| !is_ident(c)).any(|w| w == "fn") {
+            handle_names.clear();
+        }
+        for h in HANDLES {
+            for pat in [format!(": {h}"), format!(": &{h}")] {
+                for (i, _) in line.match_indices(&pat) {
+                    let after = line.get(i + pat.len()..).unwrap_or("");
+                    if after.starts_with(is_ident) {
+                        continue;
+                    }
+                    let before = line.get(..i).unwrap_or("");
+                    let name: String = before.chars().rev().take_while(|c| is_ident(*c)).collect();
+                    handle_names.insert(name.chars().rev().collect());
+                }
+            }
+        }
+        for (i, _) in line.match_indices(" as ") {
+            let target: String =
+                line.get(i + 4..).unwrap_or("").chars().take_while(|c| is_ident(*c)).collect();
+            if HANDLES.contains(&target.as_str()) {
+                v.push(format!("{}: cast to a handle ({target}): {}", s.rel, line.trim()));
+                continue;
+            }
+            if !INTEGERS.contains(&target.as_str()) {
+                continue;
+            }
+            // The operand: the path or call chain just before ` as `.
+            let before = line.get(..i).unwrap_or("");
+            let operand: String = before
+                .chars()
+                .rev()
+                .take_while(|c| is_ident(*c) || matches!(c, '.' | ':' | '(' | ')' | '*' | '?'))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let accessor = operand.ends_with("ptr()") || operand.contains("leak(");
+            let last: String = operand.trim_start_matches('*').rsplit('.').next().unwrap_or("").to_string();
+            if accessor || handle_names.contains(&last) {
+                v.push(format!("{}: handle cast to an integer: {}", s.rel, line.trim()));
+            }
+        }
+    }
+    v
+}
+
+/// Each of [`HANDLES`] is a tuple struct in `src/ffi/` (a type alias nowhere) whose field is
+/// private or `pub(in crate::ffi)`: then the compiler refuses any code outside `src/ffi/` that
+/// makes one from a pointer or reads the pointer in it.
+fn handle_declarations(sources: &[Source]) -> Vec<String> {
+    let mut v = Vec::new();
+    for h in HANDLES {
+        let alias = format!("type {h} =");
+        for s in sources.iter().filter(|s| code_lines(&s.code).any(|l| has_token(l, &alias))) {
+            v.push(format!("{}: handle {h} is a type alias", s.rel));
+        }
+        let decl = format!("pub struct {h}(");
+        let fields: Vec<&str> = sources
+            .iter()
+            .filter(|s| layer(&s.module) == "ffi")
+            .flat_map(|s| code_lines(&s.code))
+            .filter_map(|l| l.trim_start().strip_prefix(&decl))
+            .collect();
+        if fields.is_empty() {
+            v.push(format!("handle {h}: no `{decl}` in src/ffi"));
+        }
+        for f in fields {
+            if f.starts_with("pub") && !f.starts_with("pub(in crate::ffi)") {
+                v.push(format!("handle {h}: field is visible outside src/ffi"));
+            }
+        }
+    }
+    v
+}
+
 fn has_unsafe_or_raw(code: &str) -> bool {
     code_lines(code).any(|l| {
         l.contains("RedisModule_")
@@ -296,7 +421,12 @@ fn violations(root: &Path) -> Vec<String> {
         if s.rel != "ffi/call.rs" && code_lines(&s.code).any(|l| l.contains("RedisModule_Call(")) {
             v.push(format!("{}: RM_Call outside ffi/call.rs", s.rel));
         }
+        if !in_ffi {
+            v.extend(pointer_violations(s));
+            v.extend(handle_violations(s));
+        }
     }
+    v.extend(handle_declarations(&sources));
     if let Some(c) = find_cycle(&g) {
         v.push(format!("import cycle: {}", c.join(" -> ")));
     }
@@ -314,7 +444,7 @@ fn layout_holds() {
 /// The checks can fail: copies of src/ with one violation injected each are caught.
 #[test]
 fn injected_violations_are_caught() {
-    let cases: [(&str, &str, &str); 8] = [
+    let cases: [(&str, &str, &str); 15] = [
         ("module/lock/commands.rs", "\nuse crate::module::zz::x;\n", "kind lock imports kind zz"),
         ("logic/lock/state.rs", "\nuse crate::logic::zz::x;\n", "kind lock imports kind zz"),
         ("module/wait/grants.rs", "\nuse crate::module::lock::waiting::Lock;\n", "the shared core imports kind lock"),
@@ -332,26 +462,49 @@ fn injected_violations_are_caught() {
             "\npub fn _z(c: Ctx) { rm!(RedisModule_Call(c, c\"GET\".as_ptr(), c\"\".as_ptr()) else null_mut()); }\n",
             "RM_Call outside ffi/call.rs",
         ),
+        // Raw pointers and casts to and from them outside src/ffi.
+        ("module/cluster.rs", "\npub fn _p() { let _p = 0usize as *mut u8; }\n", "raw pointer outside src/ffi"),
+        ("lib.rs", "\nfn _n() -> RStr { std::ptr::null_mut() }\n", "raw pointer outside src/ffi"),
+        ("module/effects.rs", "\nfn _a(b: &[u8]) -> usize { b.as_ptr() as usize }\n", "raw pointer outside src/ffi"),
+        // Casts to and of handles.
+        ("module/writes.rs", "\nfn _r(n: usize) -> RStr { n as RStr }\n", "cast to a handle (RStr)"),
+        ("module/token.rs", "\nfn _c(ctx: Ctx) -> usize {\n    ctx as usize\n}\n", "handle cast to an integer"),
+        ("module/acl.rs", "\nfn _s() -> u64 { name(Cmd::Get).ptr() as u64 }\n", "handle cast to an integer"),
+        // A handle turned back into an alias.
+        ("ffi/timers.rs", "\npub type TimerId = u64;\n", "handle TimerId is a type alias"),
     ];
     for (file, injected, expect) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        copy_tree(&src_dir(), dir.path());
-        // A second kind, for the kind rules.
-        for layer in ["logic", "module"] {
-            fs::create_dir_all(dir.path().join(layer).join("zz")).unwrap();
-            fs::write(dir.path().join(layer).join("zz/mod.rs"), "//! A kind.\n").unwrap();
-        }
-        let target = dir.path().join(file);
-        let mut text = fs::read_to_string(&target).unwrap();
         // Before the tests module, so the scan sees it.
-        match text.find("#[cfg(test)]\nmod tests") {
+        let v = violations_after(file, |text| match text.find("#[cfg(test)]\nmod tests") {
             Some(i) => text.insert_str(i, injected),
             None => text.push_str(injected),
-        }
-        fs::write(&target, text).unwrap();
-        let v = violations(dir.path());
+        });
         assert!(v.iter().any(|m| m.contains(expect)), "{file}: expected {expect:?}, got {v:?}");
     }
+    // A handle whose field is readable outside src/ffi.
+    let v = violations_after("ffi/rm.rs", |text| {
+        *text = text.replace("pub struct Ctx(pub(in crate::ffi) ", "pub struct Ctx(pub ");
+    });
+    let expect = "handle Ctx: field is visible outside src/ffi";
+    assert!(v.iter().any(|m| m.contains(expect)), "expected {expect:?}, got {v:?}");
+}
+
+/// The violations of a copy of src/ with `file` changed by `edit`.
+fn violations_after(file: &str, edit: impl FnOnce(&mut String)) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&src_dir(), dir.path());
+    // A second kind, for the kind rules.
+    for layer in ["logic", "module"] {
+        fs::create_dir_all(dir.path().join(layer).join("zz")).unwrap();
+        fs::write(dir.path().join(layer).join("zz/mod.rs"), "//! A kind.\n").unwrap();
+    }
+    let target = dir.path().join(file);
+    let mut text = fs::read_to_string(&target).unwrap();
+    let before = text.clone();
+    edit(&mut text);
+    assert_ne!(text, before, "{file}: the edit changed nothing");
+    fs::write(&target, text).unwrap();
+    violations(dir.path())
 }
 
 fn copy_tree(from: &Path, to: &Path) {

@@ -22,12 +22,12 @@ pub fn has_7_2_api() -> bool {
 
 /// The calling client's user name; `None` for a client without a user (AOF, master link).
 pub fn current_user_name(ctx: Ctx) -> Option<OwnedStr> {
-    OwnedStr::adopt(rm!(RedisModule_GetCurrentUserName(ctx) else std::ptr::null_mut()))
+    OwnedStr::adopt(RStr(rm!(RedisModule_GetCurrentUserName(ctx.0) else std::ptr::null_mut())))
 }
 
 /// The calling client's id (0: none).
 pub fn client_id(ctx: Ctx) -> u64 {
-    rm!(RedisModule_GetClientId(ctx) else 0)
+    rm!(RedisModule_GetClientId(ctx.0) else 0)
 }
 
 /// A user whose permissions are checked.
@@ -46,7 +46,7 @@ impl Drop for User {
 
 impl User {
     pub fn from_name(name: OwnedStr) -> User {
-        let ptr = rm!(RedisModule_GetModuleUserFromUserName(name.ptr()) else std::ptr::null_mut());
+        let ptr = rm!(RedisModule_GetModuleUserFromUserName(name.ptr().0) else std::ptr::null_mut());
         User { ptr, name }
     }
 
@@ -56,7 +56,7 @@ impl User {
             return false;
         }
         let Ok(argc) = c_int::try_from(argv.len()) else { return false };
-        let ok = rm!(RedisModule_ACLCheckCommandPermissions(self.ptr, argv.as_ptr().cast_mut(), argc) else raw::REDISMODULE_ERR as c_int);
+        let ok = rm!(RedisModule_ACLCheckCommandPermissions(self.ptr, argv.as_ptr().cast_mut().cast::<*mut raw::RedisModuleString>(), argc) else raw::REDISMODULE_ERR as c_int);
         ok == raw::REDISMODULE_OK as c_int
     }
 
@@ -80,7 +80,7 @@ impl User {
         }
         /// `REDISMODULE_CMD_CHANNEL_PUBLISH` (a macro bindgen does not carry over).
         const PUBLISH: c_int = 1 << 1;
-        let ok = rm!(RedisModule_ACLCheckChannelPermissions(self.ptr, channel, PUBLISH) else raw::REDISMODULE_ERR as c_int);
+        let ok = rm!(RedisModule_ACLCheckChannelPermissions(self.ptr, channel.0, PUBLISH) else raw::REDISMODULE_ERR as c_int);
         ok == raw::REDISMODULE_OK as c_int
     }
 
@@ -88,8 +88,7 @@ impl User {
         if self.ptr.is_null() {
             return false;
         }
-        let ok =
-            rm!(RedisModule_ACLCheckKeyPermissions(self.ptr, key, flags) else raw::REDISMODULE_ERR as c_int);
+        let ok = rm!(RedisModule_ACLCheckKeyPermissions(self.ptr, key.0, flags) else raw::REDISMODULE_ERR as c_int);
         ok == raw::REDISMODULE_OK as c_int
     }
 

@@ -8,8 +8,19 @@ use redis_module::raw;
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
 
-/// A blocked client's handle, as a plain number (0 is never a handle).
-pub type Client = usize;
+/// A blocked client's handle (`RedisModuleBlockedClient`), made only here.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Client(*mut raw::RedisModuleBlockedClient);
+
+// SAFETY: the server calls the module from its main thread only, so a handle kept in the
+// glue's static tables is only ever used on that thread.
+unsafe impl Send for Client {}
+
+impl Client {
+    /// No blocked client: the handle of a queue entry that is not one (a script owner's turn).
+    /// [`unblock`] does nothing with it.
+    pub const NONE: Client = Client(null_mut());
+}
 
 /// What the glue does for its blocked clients. One implementation per outcome type; every
 /// client blocked with [`block::<W>`] must be unblocked with [`unblock::<W>`].
@@ -27,19 +38,22 @@ pub trait Waits: 'static {
 /// Block the calling client with `W`'s callbacks (no Redis timeout); `None` when Redis refused.
 #[inline]
 pub fn block<W: Waits>(ctx: Ctx) -> Option<Client> {
-    let bc = rm!(RedisModule_BlockClient(ctx, Some(on_reply::<W>), Some(on_timeout::<W>), Some(free_outcome::<W>), 0) else null_mut());
+    let bc = rm!(RedisModule_BlockClient(ctx.0, Some(on_reply::<W>), Some(on_timeout::<W>), Some(free_outcome::<W>), 0) else null_mut());
     if bc.is_null() {
         return None;
     }
     rm!(RedisModule_SetDisconnectCallback(bc, Some(on_disconnect::<W>)) else ());
-    Some(bc as Client)
+    Some(Client(bc))
 }
 
 /// Unblock `client` (blocked with [`block::<W>`]) with `outcome`, replied by [`Waits::reply`].
 #[inline]
 pub fn unblock<W: Waits>(client: Client, outcome: W::Outcome) {
+    let bc = client.0;
+    if bc.is_null() {
+        return;
+    }
     let pd = Box::into_raw(Box::new(outcome)).cast::<c_void>();
-    let bc = client as *mut raw::RedisModuleBlockedClient;
     if rm!(RedisModule_UnblockClient(bc, pd) else raw::REDISMODULE_ERR as c_int)
         != raw::REDISMODULE_OK as c_int
     {
@@ -49,35 +63,47 @@ pub fn unblock<W: Waits>(client: Client, outcome: W::Outcome) {
 }
 
 /// The argv Redis passes to a blocked client's callbacks.
-fn args<'a>(argv: *mut RStr, argc: c_int) -> &'a [RStr] {
+fn args<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> &'a [RStr] {
     match usize::try_from(argc) {
-        // SAFETY: Redis passes argc valid strings at argv, alive during the callback.
-        Ok(n) if n > 0 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
+        // SAFETY: Redis passes argc valid strings at argv, alive during the callback; an RStr
+        // is a transparent wrapper of the string pointer.
+        Ok(n) if n > 0 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv.cast::<RStr>(), n) },
         _ => &[],
     }
 }
 
-unsafe extern "C" fn on_reply<W: Waits>(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
+unsafe extern "C" fn on_reply<W: Waits>(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
     let pd = rm!(RedisModule_GetBlockedClientPrivateData(ctx) else null_mut()).cast::<W::Outcome>();
     // SAFETY: the private data is the W::Outcome box handed to RM_UnblockClient (or null).
-    W::reply(ctx, unsafe { pd.as_ref() }, args(argv, argc));
+    W::reply(Ctx(ctx), unsafe { pd.as_ref() }, args(argv, argc));
     raw::REDISMODULE_OK as c_int
 }
 
-unsafe extern "C" fn on_timeout<W: Waits>(ctx: Ctx, argv: *mut RStr, argc: c_int) -> c_int {
+unsafe extern "C" fn on_timeout<W: Waits>(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
     let bc = rm!(RedisModule_GetBlockedClientHandle(ctx) else null_mut());
-    W::unblocked(ctx, bc as Client, args(argv, argc));
+    W::unblocked(Ctx(ctx), Client(bc), args(argv, argc));
     rm!(RedisModule_UnblockClient(bc, null_mut()) else 0);
     raw::REDISMODULE_OK as c_int
 }
 
-unsafe extern "C" fn on_disconnect<W: Waits>(ctx: Ctx, bc: *mut raw::RedisModuleBlockedClient) {
-    if W::disconnected(ctx, bc as Client) {
+unsafe extern "C" fn on_disconnect<W: Waits>(
+    ctx: *mut raw::RedisModuleCtx,
+    bc: *mut raw::RedisModuleBlockedClient,
+) {
+    if W::disconnected(Ctx(ctx), Client(bc)) {
         rm!(RedisModule_UnblockClient(bc, null_mut()) else 0);
     }
 }
 
-unsafe extern "C" fn free_outcome<W: Waits>(_ctx: Ctx, pd: *mut c_void) {
+unsafe extern "C" fn free_outcome<W: Waits>(_ctx: *mut raw::RedisModuleCtx, pd: *mut c_void) {
     if !pd.is_null() {
         // SAFETY: every private data handed to RM_UnblockClient for W is a Box<W::Outcome>.
         drop(unsafe { Box::from_raw(pd.cast::<W::Outcome>()) });

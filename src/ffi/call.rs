@@ -76,10 +76,10 @@ pub fn call(ctx: Ctx, cmd: &CStr, how: How, args: &[RStr]) -> Result<CallReply, 
     // SAFETY: errno is this thread's; cleared so that an error reply can be told apart.
     unsafe { *errno_location() = 0 };
     let p = rm!(RedisModule_Call(
-        ctx,
+        ctx.0,
         cmd.as_ptr(),
         fmt.as_ptr().cast(),
-        args.as_ptr().cast_mut(),
+        args.as_ptr().cast_mut().cast::<*mut raw::RedisModuleString>(),
         args.len()
     ) else null_mut());
     // SAFETY: as above.
@@ -191,7 +191,7 @@ impl CallReply {
     }
     /// Reply to the client with this reply, as is.
     pub fn reply_with(&self, ctx: Ctx) {
-        rm!(RedisModule_ReplyWithCallReply(ctx, self.ptr) else 0);
+        rm!(RedisModule_ReplyWithCallReply(ctx.0, self.ptr) else 0);
     }
     pub fn is_string(&self) -> bool {
         self.kind() == raw::REDISMODULE_REPLY_STRING as c_int

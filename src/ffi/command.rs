@@ -23,8 +23,9 @@ impl Argv {
     /// # Safety
     /// `ptr` must point to `argc` valid strings for as long as the `Argv` lives (what the
     /// server passes to a command).
-    pub unsafe fn new(ptr: *mut RStr, argc: c_int) -> Argv {
-        Argv { ptr, argc }
+    pub unsafe fn new(ptr: *mut *mut raw::RedisModuleString, argc: c_int) -> Argv {
+        // An RStr is a transparent wrapper of the string pointer.
+        Argv { ptr: ptr.cast::<RStr>(), argc }
     }
 
     pub fn strs(&self) -> &[RStr] {
@@ -37,24 +38,40 @@ impl Argv {
 }
 
 /// A command's C entry point (made by [`entry!`]).
-pub type Entry = unsafe extern "C" fn(Ctx, *mut RStr, c_int) -> c_int;
+pub type Entry =
+    unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
 /// Define `pub unsafe extern "C" fn $name(ctx, argv, argc)`, the C entry point of a command,
 /// calling the safe `$body(ctx, &Argv)`. One entry per command, so the body is inlined.
 macro_rules! entry {
     ($name:ident, $body:expr) => {
         pub unsafe extern "C" fn $name(
-            ctx: $crate::ffi::rm::Ctx,
-            argv: *mut $crate::ffi::rm::RStr,
+            ctx: *mut redis_module::raw::RedisModuleCtx,
+            argv: *mut *mut redis_module::raw::RedisModuleString,
             argc: std::ffi::c_int,
         ) -> std::ffi::c_int {
-            // SAFETY: the server passes `argc` valid strings at `argv` for the call.
-            let argv = unsafe { $crate::ffi::command::Argv::new(argv, argc) };
+            // SAFETY: what the server passed to the command.
+            let (ctx, argv) = unsafe { $crate::ffi::command::handles(ctx, argv, argc) };
             ($body)(ctx, &argv)
         }
     };
 }
 pub(crate) use entry;
+
+/// The context and argv of a command's call, for [`entry!`].
+///
+/// # Safety
+/// The arguments must be what the server passed to the command (`argc` valid strings at
+/// `argv`, alive for the call), and the handles used only during the call.
+#[inline(always)]
+pub unsafe fn handles(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> (Ctx, Argv) {
+    // SAFETY: see above.
+    (Ctx(ctx), unsafe { Argv::new(argv, argc) })
+}
 
 /// Most argv a LOCK.* command can accept; more is always an error and takes the slow path.
 const MAX_ARGS: usize = 8;
@@ -87,7 +104,7 @@ pub fn run(
     match outcome {
         Ok(Ok(())) => {}
         Ok(Err(Error::Arity)) => {
-            rm!(RedisModule_WrongArity(ctx) else 0);
+            rm!(RedisModule_WrongArity(ctx.0) else 0);
         }
         Ok(Err(e)) => {
             stats::ERRORS.inc();
@@ -103,10 +120,10 @@ pub fn run(
 
 /// Whether the server only asks for the command's key positions (`getkeys-api`).
 pub fn is_keys_position_request(ctx: Ctx) -> bool {
-    rm!(RedisModule_IsKeysPositionRequest(ctx) else 0) != 0
+    rm!(RedisModule_IsKeysPositionRequest(ctx.0) else 0) != 0
 }
 
 /// Report argv position `pos` as a key (during a key-positions request).
 pub fn key_at_pos(ctx: Ctx, pos: c_int) {
-    rm!(RedisModule_KeyAtPos(ctx, pos) else ());
+    rm!(RedisModule_KeyAtPos(ctx.0, pos) else ());
 }

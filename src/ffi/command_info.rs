@@ -16,7 +16,7 @@ static VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfo
 };
 
 fn describe(ctx: Ctx, spec: &Spec) -> Result<(), String> {
-    let cmd = rm!(RedisModule_GetCommand(ctx, spec.name.as_ptr()) else null_mut());
+    let cmd = rm!(RedisModule_GetCommand(ctx.0, spec.name.as_ptr()) else null_mut());
     if cmd.is_null() {
         return Err(format!("cannot find command {:?}", spec.name));
     }
@@ -99,7 +99,7 @@ pub fn register(ctx: Ctx, specs: &[&Spec]) -> Result<(), String> {
             Keys::Numkeys(_) => (0, 0, 0),
         };
         let ok = rm!(RedisModule_CreateCommand(
-            ctx,
+            ctx.0,
             spec.name.as_ptr(),
             Some(spec.handler),
             spec.flags.as_ptr(),

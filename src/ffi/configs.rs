@@ -36,11 +36,18 @@ pub trait BoolConfig: Sync + 'static {
 }
 
 /// The last string a string config's getter handed to the server.
-pub struct Kept(Mutex<usize>);
+pub struct Kept(Mutex<Option<KeptStr>>);
+
+/// A string in a [`Kept`], held only to be freed when replaced.
+struct KeptStr(#[allow(dead_code, reason = "freed on drop, never read")] OwnedStr);
+
+// SAFETY: the server calls the module (the config getters) from its main thread only, so the
+// string is made, read and freed on that thread.
+unsafe impl Send for KeptStr {}
 
 impl Kept {
     pub const fn new() -> Kept {
-        Kept(Mutex::new(0))
+        Kept(Mutex::new(None))
     }
 }
 
@@ -61,39 +68,41 @@ unsafe fn cfg<'a, C>(pd: *mut c_void) -> Option<&'a C> {
     unsafe { pd.cast::<C>().as_ref() }
 }
 
-fn result(r: Result<(), String>, err: *mut RStr) -> c_int {
+fn result(r: Result<(), String>, err: *mut *mut raw::RedisModuleString) -> c_int {
     match r {
         Ok(()) => raw::REDISMODULE_OK as c_int,
         Err(msg) => {
             if !err.is_null() {
                 // SAFETY: the server passes a valid out-pointer for the error string.
-                unsafe { *err = OwnedStr::leak(msg.as_bytes()) };
+                unsafe { *err = OwnedStr::leak(msg.as_bytes()).0 };
             }
             raw::REDISMODULE_ERR as c_int
         }
     }
 }
 
-unsafe extern "C" fn get_str<C: StringConfig>(_name: *const c_char, pd: *mut c_void) -> RStr {
+unsafe extern "C" fn get_str<C: StringConfig>(
+    _name: *const c_char,
+    pd: *mut c_void,
+) -> *mut raw::RedisModuleString {
     // SAFETY: registered by `register_string::<C>`.
     let Some(c) = (unsafe { cfg::<C>(pd) }) else { return std::ptr::null_mut() };
-    let s = OwnedStr::leak(&c.get());
-    let old = std::mem::replace(&mut *c.kept().0.lock().unwrap_or_else(PoisonError::into_inner), s as usize);
-    if old != 0 {
-        rm!(RedisModule_FreeString(std::ptr::null_mut(), old as RStr) else ());
-    }
-    s
+    let s = OwnedStr::new(&c.get());
+    let p = s.ptr().0;
+    // Kept until the next get, which frees it.
+    *c.kept().0.lock().unwrap_or_else(PoisonError::into_inner) = Some(KeptStr(s));
+    p
 }
 
 unsafe extern "C" fn set_str<C: StringConfig>(
     _name: *const c_char,
-    val: RStr,
+    val: *mut raw::RedisModuleString,
     pd: *mut c_void,
-    err: *mut RStr,
+    err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
     // SAFETY: registered by `register_string::<C>`.
     let Some(c) = (unsafe { cfg::<C>(pd) }) else { return raw::REDISMODULE_ERR as c_int };
-    result(c.set(rm::bytes(&val)), err)
+    result(c.set(rm::bytes(&RStr(val))), err)
 }
 
 unsafe extern "C" fn get_num<C: NumericConfig>(_name: *const c_char, pd: *mut c_void) -> c_longlong {
@@ -105,7 +114,7 @@ unsafe extern "C" fn set_num<C: NumericConfig>(
     _name: *const c_char,
     val: c_longlong,
     pd: *mut c_void,
-    err: *mut RStr,
+    err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
     // SAFETY: registered by `register_numeric::<C>`.
     let Some(c) = (unsafe { cfg::<C>(pd) }) else { return raw::REDISMODULE_ERR as c_int };
@@ -121,17 +130,21 @@ unsafe extern "C" fn set_enum<C: EnumConfig>(
     _name: *const c_char,
     val: c_int,
     pd: *mut c_void,
-    err: *mut RStr,
+    err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
     // SAFETY: registered by `register_enum::<C>`.
     let Some(c) = (unsafe { cfg::<C>(pd) }) else { return raw::REDISMODULE_ERR as c_int };
     result(c.set(val), err)
 }
 
-unsafe extern "C" fn apply_enum<C: EnumConfig>(ctx: Ctx, pd: *mut c_void, err: *mut RStr) -> c_int {
+unsafe extern "C" fn apply_enum<C: EnumConfig>(
+    ctx: *mut raw::RedisModuleCtx,
+    pd: *mut c_void,
+    err: *mut *mut raw::RedisModuleString,
+) -> c_int {
     // SAFETY: registered by `register_enum::<C>`.
     let Some(c) = (unsafe { cfg::<C>(pd) }) else { return raw::REDISMODULE_ERR as c_int };
-    result(c.apply(ctx), err)
+    result(c.apply(Ctx(ctx)), err)
 }
 
 unsafe extern "C" fn get_bool<C: BoolConfig>(_name: *const c_char, pd: *mut c_void) -> c_int {
@@ -143,7 +156,7 @@ unsafe extern "C" fn set_bool<C: BoolConfig>(
     _name: *const c_char,
     val: c_int,
     pd: *mut c_void,
-    err: *mut RStr,
+    err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
     // SAFETY: registered by `register_bool::<C>`.
     let Some(c) = (unsafe { cfg::<C>(pd) }) else { return raw::REDISMODULE_ERR as c_int };
@@ -159,7 +172,7 @@ pub fn register_string<C: StringConfig>(ctx: Ctx, name: &CStr, default: &[u8], c
     let mut default_c = default.to_vec();
     default_c.push(0);
     ok(rm!(RedisModule_RegisterStringConfig(
-        ctx,
+        ctx.0,
         name.as_ptr(),
         default_c.as_ptr().cast::<c_char>(),
         raw::REDISMODULE_CONFIG_DEFAULT,
@@ -180,7 +193,7 @@ pub fn register_numeric<C: NumericConfig>(
     cfg: &'static C,
 ) -> bool {
     ok(rm!(RedisModule_RegisterNumericConfig(
-        ctx,
+        ctx.0,
         name.as_ptr(),
         default,
         raw::REDISMODULE_CONFIG_DEFAULT,
@@ -207,7 +220,7 @@ pub fn register_enum<C: EnumConfig>(
     let vals: Vec<c_int> = values.iter().map(|(_, v)| *v).collect();
     let Ok(n) = c_int::try_from(values.len()) else { return false };
     ok(rm!(RedisModule_RegisterEnumConfig(
-        ctx,
+        ctx.0,
         name.as_ptr(),
         default,
         raw::REDISMODULE_CONFIG_DEFAULT,
@@ -224,7 +237,7 @@ pub fn register_enum<C: EnumConfig>(
 /// Register bool config `lock.<name>` (yes/no).
 pub fn register_bool<C: BoolConfig>(ctx: Ctx, name: &CStr, default: bool, cfg: &'static C) -> bool {
     ok(rm!(RedisModule_RegisterBoolConfig(
-        ctx,
+        ctx.0,
         name.as_ptr(),
         c_int::from(default),
         raw::REDISMODULE_CONFIG_DEFAULT,
@@ -237,5 +250,5 @@ pub fn register_bool<C: BoolConfig>(ctx: Ctx, name: &CStr, default: bool, cfg: &
 
 /// Apply the values from the config file and module arguments (`RM_LoadConfigs`).
 pub fn load(ctx: Ctx) -> bool {
-    ok(rm!(RedisModule_LoadConfigs(ctx) else raw::REDISMODULE_ERR as c_int))
+    ok(rm!(RedisModule_LoadConfigs(ctx.0) else raw::REDISMODULE_ERR as c_int))
 }

@@ -24,14 +24,14 @@ impl FilterArgs {
     pub fn arg(&self, i: c_int) -> &[u8] {
         let s = rm!(RedisModule_CommandFilterArgGet(self.0, i) else std::ptr::null_mut());
         // SAFETY: the argument lives while the filter runs, which `self` does not outlive.
-        unsafe { rm::bytes_of(s) }
+        unsafe { rm::bytes_of(RStr(s)) }
     }
 
     /// Put `name` in place of the command name. The filter keeps `name` alive: the server
     /// takes the reference added here and frees the name it replaces.
     pub fn replace_name(&self, name: RStr) {
-        rm!(RedisModule_RetainString(std::ptr::null_mut(), name) else ());
-        rm!(RedisModule_CommandFilterArgReplace(self.0, 0, name) else 0);
+        rm!(RedisModule_RetainString(std::ptr::null_mut(), name.0) else ());
+        rm!(RedisModule_CommandFilterArgReplace(self.0, 0, name.0) else 0);
     }
 }
 
@@ -51,17 +51,24 @@ macro_rules! callback {
 }
 pub(crate) use callback;
 
+/// A registered filter's handle (`RedisModuleCommandFilter`), made only here.
+#[derive(Clone, Copy)]
+pub struct Filter(*mut raw::RedisModuleCommandFilter);
+
+// SAFETY: the server calls the module from its main thread only, so a handle kept in the
+// glue's static is only ever used on that thread.
+unsafe impl Send for Filter {}
+
 /// Register `cb` for every command but the module's own calls (`NOSELF`); the handle, `None`
 /// when the server refused.
-pub fn register(ctx: Ctx, cb: Callback) -> Option<usize> {
+pub fn register(ctx: Ctx, cb: Callback) -> Option<Filter> {
     let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
-    let f = rm!(RedisModule_RegisterCommandFilter(ctx, Some(cb), flags) else std::ptr::null_mut());
-    (!f.is_null()).then_some(f as usize)
+    let f = rm!(RedisModule_RegisterCommandFilter(ctx.0, Some(cb), flags) else std::ptr::null_mut());
+    (!f.is_null()).then_some(Filter(f))
 }
 
 /// Unregister the filter `handle` (from [`register`]); false when the server refused.
-pub fn unregister(ctx: Ctx, handle: usize) -> bool {
-    let f = handle as *mut raw::RedisModuleCommandFilter;
-    rm!(RedisModule_UnregisterCommandFilter(ctx, f) else raw::REDISMODULE_ERR as c_int)
+pub fn unregister(ctx: Ctx, handle: Filter) -> bool {
+    rm!(RedisModule_UnregisterCommandFilter(ctx.0, handle.0) else raw::REDISMODULE_ERR as c_int)
         == raw::REDISMODULE_OK as c_int
 }

@@ -28,5 +28,5 @@ unsafe extern "C" fn info(ictx: *mut raw::RedisModuleInfoCtx, _for_crash_report:
 /// Register the module's INFO section, filled by `write` on every INFO.
 pub fn register(ctx: Ctx, write: fn(&mut Info)) {
     *WRITER.write().unwrap_or_else(PoisonError::into_inner) = write;
-    rm!(RedisModule_RegisterInfoFunc(ctx, Some(info)) else 0);
+    rm!(RedisModule_RegisterInfoFunc(ctx.0, Some(info)) else 0);
 }

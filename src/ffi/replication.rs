@@ -28,7 +28,7 @@
 //! every effect goes through `RM_Replicate`). Should a server change this behaviour,
 //! `lock.argv-reuse no` turns the trick off.
 
-use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr, StaticStr};
 use std::cell::{Cell, RefCell};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,7 +47,7 @@ pub fn argv_reuse() -> bool {
 
 thread_local! {
     /// argv and argc of the LOCK.* command running on this (the main) thread.
-    static CURRENT: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    static CURRENT: Cell<(*mut RStr, usize)> = const { Cell::new((null_mut(), 0)) };
     /// The last deadline replicated, and its string.
     static LAST_DEADLINE: RefCell<Option<(i64, OwnedStr)>> = const { RefCell::new(None) };
 }
@@ -55,11 +55,11 @@ thread_local! {
 /// While alive, the command with this argv is the one running; restores the previous on drop
 /// (a command run from a script run by another command nests).
 pub struct Scope {
-    prev: (usize, usize),
+    prev: (*mut RStr, usize),
 }
 
 pub fn enter(argv: *mut RStr, argc: usize) -> Scope {
-    let prev = CURRENT.with(|c| c.replace((argv as usize, argc)));
+    let prev = CURRENT.with(|c| c.replace((argv, argc)));
     Scope { prev }
 }
 
@@ -71,29 +71,29 @@ impl Drop for Scope {
 
 /// Names and flags put in the argv, created once.
 struct Words {
-    hincrby: usize,
-    hset: usize,
-    pexpireat: usize,
-    nx: usize,
-    xx: usize,
-    del: usize,
-    publish: usize,
-    spublish: usize,
+    hincrby: StaticStr,
+    hset: StaticStr,
+    pexpireat: StaticStr,
+    nx: StaticStr,
+    xx: StaticStr,
+    del: StaticStr,
+    publish: StaticStr,
+    spublish: StaticStr,
 }
 
 static WORDS: LazyLock<Words> = LazyLock::new(|| Words {
-    hincrby: OwnedStr::leak(b"HINCRBY") as usize,
-    hset: OwnedStr::leak(b"HSET") as usize,
-    pexpireat: OwnedStr::leak(b"PEXPIREAT") as usize,
-    nx: OwnedStr::leak(b"NX") as usize,
-    xx: OwnedStr::leak(b"XX") as usize,
-    del: OwnedStr::leak(b"DEL") as usize,
-    publish: OwnedStr::leak(b"PUBLISH") as usize,
-    spublish: OwnedStr::leak(b"SPUBLISH") as usize,
+    hincrby: StaticStr::new(b"HINCRBY"),
+    hset: StaticStr::new(b"HSET"),
+    pexpireat: StaticStr::new(b"PEXPIREAT"),
+    nx: StaticStr::new(b"NX"),
+    xx: StaticStr::new(b"XX"),
+    del: StaticStr::new(b"DEL"),
+    publish: StaticStr::new(b"PUBLISH"),
+    spublish: StaticStr::new(b"SPUBLISH"),
 });
 
-fn word(pick: fn(&Words) -> usize) -> RStr {
-    pick(&WORDS) as RStr
+fn word(pick: fn(&Words) -> &StaticStr) -> RStr {
+    pick(&WORDS).ptr()
 }
 
 /// Most argv slots an effect is padded to. Longer commands (a 100-key watchdog batch) would
@@ -112,7 +112,7 @@ fn fits(base: usize, tail: usize, argc: usize) -> bool {
 /// deletes twice, a field HSET sets twice, a PEXPIREAT flag). False when it does not fit.
 fn in_place(ctx: Ctx, base: &[RStr], tail: &[RStr]) -> bool {
     let (argv, argc) = CURRENT.with(Cell::get);
-    if argv == 0
+    if argv.is_null()
         || !argv_reuse()
         || !fits(base.len(), tail.len(), argc)
         || base.iter().chain(tail).any(|s| s.is_null())
@@ -124,13 +124,13 @@ fn in_place(ctx: Ctx, base: &[RStr], tail: &[RStr]) -> bool {
     // commands::run for the duration of the command. The original strings are put back before
     // anything else runs; alsoPropagate took its own reference to each string of the effect.
     unsafe {
-        let slots = std::slice::from_raw_parts_mut(argv as *mut RStr, argc);
-        let mut saved: [RStr; MAX_SLOTS] = [null_mut(); MAX_SLOTS];
+        let slots = std::slice::from_raw_parts_mut(argv, argc);
+        let mut saved: [RStr; MAX_SLOTS] = [RStr::ABSENT; MAX_SLOTS];
         let effect = base.iter().chain(tail.iter().cycle());
         for ((slot, keep), new) in slots.iter_mut().zip(saved.iter_mut()).zip(effect) {
             *keep = std::mem::replace(slot, *new);
         }
-        f(ctx);
+        f(ctx.0);
         for (slot, keep) in slots.iter_mut().zip(saved) {
             *slot = keep;
         }
@@ -142,8 +142,8 @@ fn in_place(ctx: Ctx, base: &[RStr], tail: &[RStr]) -> bool {
 /// (a Redisson script's) it is `HSET key owner count [owner count ...]`: the same field set
 /// again, the same final hash.
 pub fn hincrby(ctx: Ctx, key: RStr, owner: RStr, delta: RStr, count: RStr) {
-    let done = in_place(ctx, &[word(|w| w.hincrby), key, owner, delta], &[])
-        || in_place(ctx, &[word(|w| w.hset), key, owner, count], &[owner, count]);
+    let done = in_place(ctx, &[word(|w| &w.hincrby), key, owner, delta], &[])
+        || in_place(ctx, &[word(|w| &w.hset), key, owner, count], &[owner, count]);
     if !done {
         rm::replicate_key_owner_delta(ctx, key, owner, delta);
     }
@@ -153,7 +153,7 @@ pub fn hincrby(ctx: Ctx, key: RStr, owner: RStr, delta: RStr, count: RStr) {
 /// argv: only then does [`pexpireat`] need to know whether the key had a TTL.
 pub fn pexpireat_in_place() -> bool {
     let (argv, argc) = CURRENT.with(Cell::get);
-    argv != 0 && argv_reuse() && fits(3, 1, argc)
+    !argv.is_null() && argv_reuse() && fits(3, 1, argc)
 }
 
 /// `PEXPIREAT key deadline`. Through the argv it carries `NX` (the key had no TTL before) or
@@ -169,8 +169,8 @@ pub fn pexpireat(ctx: Ctx, key: RStr, deadline: i64, had_ttl: Option<bool>) {
             _ => last.insert((deadline, OwnedStr::from_i64(deadline))).1.ptr(),
         };
         let done = had_ttl.is_some_and(|had| {
-            let cond = if had { word(|w| w.xx) } else { word(|w| w.nx) };
-            in_place(ctx, &[word(|w| w.pexpireat), key, d], &[cond])
+            let cond = if had { word(|w| &w.xx) } else { word(|w| &w.nx) };
+            in_place(ctx, &[word(|w| &w.pexpireat), key, d], &[cond])
         });
         if !done {
             rm::replicate_pexpireat(ctx, key, d);
@@ -180,14 +180,14 @@ pub fn pexpireat(ctx: Ctx, key: RStr, deadline: i64, had_ttl: Option<bool>) {
 
 /// `DEL key` (through a longer argv as `DEL key key ...`, which deletes the same).
 pub fn del(ctx: Ctx, key: RStr) {
-    if !in_place(ctx, &[word(|w| w.del), key], &[key]) {
+    if !in_place(ctx, &[word(|w| &w.del), key], &[key]) {
         rm::replicate_del(ctx, key);
     }
 }
 
 /// `PUBLISH channel message` or `SPUBLISH channel message`.
 pub fn publish(ctx: Ctx, sharded: bool, channel: RStr, msg: RStr) {
-    let cmd = if sharded { word(|w| w.spublish) } else { word(|w| w.publish) };
+    let cmd = if sharded { word(|w| &w.spublish) } else { word(|w| &w.publish) };
     if !in_place(ctx, &[cmd, channel, msg], &[]) {
         let name = if sharded { c"SPUBLISH" } else { c"PUBLISH" };
         rm::replicate_publish(ctx, name, channel, msg);
@@ -220,16 +220,16 @@ mod tests {
 
     #[test]
     fn scopes_nest_and_restore() {
-        assert_eq!(CURRENT.with(Cell::get), (0, 0));
-        let mut outer: [RStr; 4] = [null_mut(); 4];
-        let mut inner: [RStr; 3] = [null_mut(); 3];
+        assert_eq!(CURRENT.with(Cell::get), (null_mut(), 0));
+        let mut outer: [RStr; 4] = [RStr::ABSENT; 4];
+        let mut inner: [RStr; 3] = [RStr::ABSENT; 3];
         let a = enter(outer.as_mut_ptr(), 4);
         {
             let _b = enter(inner.as_mut_ptr(), 3);
-            assert_eq!(CURRENT.with(Cell::get), (inner.as_mut_ptr() as usize, 3));
+            assert_eq!(CURRENT.with(Cell::get), (inner.as_mut_ptr(), 3));
         }
-        assert_eq!(CURRENT.with(Cell::get), (outer.as_mut_ptr() as usize, 4));
+        assert_eq!(CURRENT.with(Cell::get), (outer.as_mut_ptr(), 4));
         drop(a);
-        assert_eq!(CURRENT.with(Cell::get), (0, 0));
+        assert_eq!(CURRENT.with(Cell::get), (null_mut(), 0));
     }
 }

@@ -8,7 +8,18 @@ use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong};
 use std::ptr::null_mut;
 
-pub type Ctx = *mut raw::RedisModuleCtx;
+/// The context the server passes to a command or a callback. A handle: only `ffi` makes one
+/// (from what the server passes, or [`Ctx::from_context`]) and reads the pointer in it.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct Ctx(pub(in crate::ffi) *mut raw::RedisModuleCtx);
+
+impl Ctx {
+    /// The context `redis_module` hands to the module's init and deinit.
+    pub fn from_context(ctx: &redis_module::Context) -> Ctx {
+        Ctx(ctx.ctx)
+    }
+}
 
 /// Key-spec flags, for the command table (registry/cmdinfo.rs).
 pub use redis_module::raw::{
@@ -26,7 +37,47 @@ pub use redis_module::raw::{
     REDISMODULE_NOTIFY_GENERIC as NOTIFY_GENERIC, REDISMODULE_NOTIFY_HASH as NOTIFY_HASH,
     REDISMODULE_NOTIFY_STRING as NOTIFY_STRING,
 };
-pub type RStr = *mut raw::RedisModuleString;
+
+/// A Redis string: an argv's, a callback argument's, an [`OwnedStr`]'s or a [`StaticStr`]'s.
+/// A handle: only `ffi` makes one and reads the pointer in it. Transparent, so a slice of them
+/// is an argv as the server passes and takes it.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct RStr(pub(in crate::ffi) *mut raw::RedisModuleString);
+
+impl RStr {
+    /// No string (an argv slot past the end): its bytes are empty.
+    pub const ABSENT: RStr = RStr(null_mut());
+
+    pub(in crate::ffi) fn is_null(self) -> bool {
+        self.0.is_null()
+    }
+}
+
+/// A Redis string created once and never freed (command names, constants), shared by every
+/// call; `Send + Sync`, so it can be kept in a static.
+pub struct StaticStr(RStr);
+
+// SAFETY: the string is never freed nor changed after it is made, and the server calls the
+// module from its main thread only, so its reference count (`RM_RetainString`, the server
+// dropping a reference) only changes on that thread.
+unsafe impl Send for StaticStr {}
+// SAFETY: as above.
+unsafe impl Sync for StaticStr {}
+
+impl StaticStr {
+    /// Create the string `b`, never freed.
+    pub fn new(b: &[u8]) -> StaticStr {
+        StaticStr(OwnedStr::leak(b))
+    }
+    pub fn ptr(&self) -> RStr {
+        self.0
+    }
+    /// Whether `s` is this very string object (the same address, not just the same bytes).
+    pub fn is(&self, s: RStr) -> bool {
+        self.0 .0 == s.0
+    }
+}
 
 /// Call a raw API function, or evaluate the fallback when the server lacks it.
 macro_rules! rm {
@@ -122,7 +173,7 @@ pub(crate) unsafe fn bytes_of<'a>(s: RStr) -> &'a [u8] {
         return &[];
     }
     let mut len = 0usize;
-    let p = rm!(RedisModule_StringPtrLen(s, &mut len) else std::ptr::null());
+    let p = rm!(RedisModule_StringPtrLen(s.0, &mut len) else std::ptr::null());
     if p.is_null() {
         return &[];
     }
@@ -154,7 +205,7 @@ pub fn over_maxmemory() -> bool {
 /// formats the client's peer address (to say whether DEBUG is allowed) on every call, about
 /// 1 800 instructions.
 pub fn ctx_flags(ctx: Ctx) -> u32 {
-    rm!(RedisModule_GetContextFlags(ctx) else 0) as u32
+    rm!(RedisModule_GetContextFlags(ctx.0) else 0) as u32
 }
 
 pub fn flag(ctx: Ctx, f: u32) -> bool {
@@ -162,11 +213,11 @@ pub fn flag(ctx: Ctx, f: u32) -> bool {
 }
 
 pub fn selected_db(ctx: Ctx) -> i32 {
-    rm!(RedisModule_GetSelectedDb(ctx) else 0)
+    rm!(RedisModule_GetSelectedDb(ctx.0) else 0)
 }
 
 pub fn select_db(ctx: Ctx, db: i32) {
-    rm!(RedisModule_SelectDb(ctx, db) else 0);
+    rm!(RedisModule_SelectDb(ctx.0, db) else 0);
 }
 
 /// A Redis string this module owns; freed on drop.
@@ -174,12 +225,12 @@ pub struct OwnedStr(RStr);
 
 impl OwnedStr {
     pub fn new(b: &[u8]) -> OwnedStr {
-        OwnedStr(
+        OwnedStr(RStr(
             rm!(RedisModule_CreateString(null_mut(), b.as_ptr().cast::<c_char>(), b.len()) else null_mut()),
-        )
+        ))
     }
     pub fn from_i64(n: i64) -> OwnedStr {
-        OwnedStr(rm!(RedisModule_CreateStringFromLongLong(null_mut(), n) else null_mut()))
+        OwnedStr(RStr(rm!(RedisModule_CreateStringFromLongLong(null_mut(), n) else null_mut())))
     }
     /// The string's bytes, borrowed from it.
     pub fn bytes(&self) -> &[u8] {
@@ -193,32 +244,32 @@ impl OwnedStr {
 impl Drop for OwnedStr {
     fn drop(&mut self) {
         if !self.0.is_null() {
-            rm!(RedisModule_FreeString(null_mut(), self.0) else ());
+            rm!(RedisModule_FreeString(null_mut(), self.0 .0) else ());
         }
     }
 }
 
 /// Strings used on every write, created once at load and never freed.
 pub struct Constants {
-    pub one: usize,
-    pub minus_one: usize,
-    pub zero: usize,
+    pub one: StaticStr,
+    pub minus_one: StaticStr,
+    pub zero: StaticStr,
 }
 
 static CONSTANTS: std::sync::OnceLock<Constants> = std::sync::OnceLock::new();
 
 pub fn init_constants() {
     CONSTANTS.get_or_init(|| Constants {
-        one: OwnedStr::leak(b"1") as usize,
-        minus_one: OwnedStr::leak(b"-1") as usize,
-        zero: OwnedStr::leak(b"0") as usize,
+        one: StaticStr::new(b"1"),
+        minus_one: StaticStr::new(b"-1"),
+        zero: StaticStr::new(b"0"),
     });
 }
 
 /// The shared string `s` ("1", "-1" or "0"); a fresh one if `init_constants` did not run.
-pub fn constant(pick: fn(&Constants) -> usize, fallback: &[u8]) -> Shared {
+pub fn constant(pick: fn(&Constants) -> &StaticStr, fallback: &[u8]) -> Shared {
     match CONSTANTS.get() {
-        Some(c) => Shared::Static(pick(c) as RStr),
+        Some(c) => Shared::Static(pick(c).ptr()),
         None => Shared::Owned(OwnedStr::new(fallback)),
     }
 }
@@ -238,13 +289,13 @@ impl Shared {
 }
 
 pub fn one() -> Shared {
-    constant(|c| c.one, b"1")
+    constant(|c| &c.one, b"1")
 }
 pub fn minus_one() -> Shared {
-    constant(|c| c.minus_one, b"-1")
+    constant(|c| &c.minus_one, b"-1")
 }
 pub fn zero() -> Shared {
-    constant(|c| c.zero, b"0")
+    constant(|c| &c.zero, b"0")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,13 +315,13 @@ impl Key {
     /// Open for reading and writing. Opening deletes the key if its lease already passed.
     pub fn write(ctx: Ctx, name: RStr) -> Key {
         let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
-        Key { ctx, ptr: rm!(RedisModule_OpenKey(ctx, name, mode) else null_mut()) }
+        Key { ctx, ptr: rm!(RedisModule_OpenKey(ctx.0, name.0, mode) else null_mut()) }
     }
 
     /// Open read-only (the handle is null when the key does not exist).
     pub fn read(ctx: Ctx, name: RStr) -> Key {
         let mode = raw::REDISMODULE_READ as c_int;
-        Key { ctx, ptr: rm!(RedisModule_OpenKey(ctx, name, mode) else null_mut()) }
+        Key { ctx, ptr: rm!(RedisModule_OpenKey(ctx.0, name.0, mode) else null_mut()) }
     }
 
     pub fn kind(&self) -> KeyKind {
@@ -289,15 +340,15 @@ impl Key {
         if self.ptr.is_null() {
             return None;
         }
-        let mut out: RStr = null_mut();
+        let mut out = RStr::ABSENT;
         let flags = raw::REDISMODULE_HASH_NONE as c_int;
-        let end: RStr = null_mut();
-        rm!(RedisModule_HashGet(self.ptr, flags, field, &mut out as *mut RStr, end) else 0);
+        let end: *mut raw::RedisModuleString = null_mut();
+        rm!(RedisModule_HashGet(self.ptr, flags, field.0, &mut out.0 as *mut *mut raw::RedisModuleString, end) else 0);
         if out.is_null() {
             return None;
         }
         let r = f(bytes(&out));
-        rm!(RedisModule_FreeString(self.ctx, out) else ());
+        rm!(RedisModule_FreeString(self.ctx.0, out.0) else ());
         Some(r)
     }
 
@@ -308,16 +359,16 @@ impl Key {
         }
         let mut exists: c_int = 0;
         let flags = raw::REDISMODULE_HASH_EXISTS as c_int;
-        let end: RStr = null_mut();
-        rm!(RedisModule_HashGet(self.ptr, flags, field, &mut exists as *mut c_int, end) else 0);
+        let end: *mut raw::RedisModuleString = null_mut();
+        rm!(RedisModule_HashGet(self.ptr, flags, field.0, &mut exists as *mut c_int, end) else 0);
         exists != 0
     }
 
     /// Set hash field `field` to `value`, creating the hash if needed.
     pub fn hash_set(&self, field: RStr, value: RStr) {
         let flags = raw::REDISMODULE_HASH_NONE as c_int;
-        let end: RStr = null_mut();
-        rm!(RedisModule_HashSet(self.ptr, flags, field, value, end) else 0);
+        let end: *mut raw::RedisModuleString = null_mut();
+        rm!(RedisModule_HashSet(self.ptr, flags, field.0, value.0, end) else 0);
     }
 
     /// Remaining ms, or -1 without a TTL, or -2 when the key does not exist (like PTTL).
@@ -392,7 +443,7 @@ impl Key {
 
     /// Make the key the string `value` (any TTL is removed, as SET does).
     pub fn string_set(&self, value: RStr) {
-        rm!(RedisModule_StringSet(self.ptr, value) else 0);
+        rm!(RedisModule_StringSet(self.ptr, value.0) else 0);
     }
 
     /// Every (field, value) of the hash.
@@ -403,13 +454,13 @@ impl Key {
         }
         unsafe extern "C" fn collect(
             _key: *mut raw::RedisModuleKey,
-            field: RStr,
-            value: RStr,
+            field: *mut raw::RedisModuleString,
+            value: *mut raw::RedisModuleString,
             privdata: *mut std::os::raw::c_void,
         ) {
             // SAFETY: privdata is the `out` vector below, alive for the whole scan.
             let out = unsafe { &mut *privdata.cast::<Vec<(Vec<u8>, Vec<u8>)>>() };
-            out.push((bytes(&field).to_vec(), bytes(&value).to_vec()));
+            out.push((bytes(&RStr(field)).to_vec(), bytes(&RStr(value)).to_vec()));
         }
         let cursor = rm!(RedisModule_ScanCursorCreate() else null_mut());
         if cursor.is_null() {
@@ -432,11 +483,11 @@ impl Drop for Key {
 
 /// Replicate `HINCRBY key owner delta`.
 pub fn replicate_key_owner_delta(ctx: Ctx, key: RStr, owner: RStr, delta: RStr) {
-    rm!(RedisModule_Replicate(ctx, c"HINCRBY".as_ptr(), c"sss".as_ptr(), key, owner, delta) else 0);
+    rm!(RedisModule_Replicate(ctx.0, c"HINCRBY".as_ptr(), c"sss".as_ptr(), key.0, owner.0, delta.0) else 0);
 }
 
 pub fn replicate_pexpireat(ctx: Ctx, key: RStr, deadline: RStr) {
-    rm!(RedisModule_Replicate(ctx, c"PEXPIREAT".as_ptr(), c"ss".as_ptr(), key, deadline) else 0);
+    rm!(RedisModule_Replicate(ctx.0, c"PEXPIREAT".as_ptr(), c"ss".as_ptr(), key.0, deadline.0) else 0);
 }
 
 /// Replicate `SET key value`, with `PXAT deadline` when given.
@@ -444,26 +495,26 @@ pub fn replicate_set(ctx: Ctx, key: RStr, value: RStr, deadline: Option<i64>) {
     match deadline {
         Some(d) => {
             let d: c_longlong = d;
-            rm!(RedisModule_Replicate(ctx, c"SET".as_ptr(), c"sscl".as_ptr(), key, value, c"PXAT".as_ptr(), d) else 0)
+            rm!(RedisModule_Replicate(ctx.0, c"SET".as_ptr(), c"sscl".as_ptr(), key.0, value.0, c"PXAT".as_ptr(), d) else 0)
         }
-        None => rm!(RedisModule_Replicate(ctx, c"SET".as_ptr(), c"ss".as_ptr(), key, value) else 0),
+        None => rm!(RedisModule_Replicate(ctx.0, c"SET".as_ptr(), c"ss".as_ptr(), key.0, value.0) else 0),
     };
 }
 
 pub fn replicate_incr(ctx: Ctx, key: RStr) {
-    rm!(RedisModule_Replicate(ctx, c"INCR".as_ptr(), c"s".as_ptr(), key) else 0);
+    rm!(RedisModule_Replicate(ctx.0, c"INCR".as_ptr(), c"s".as_ptr(), key.0) else 0);
 }
 
 pub fn replicate_del(ctx: Ctx, key: RStr) {
-    rm!(RedisModule_Replicate(ctx, c"DEL".as_ptr(), c"s".as_ptr(), key) else 0);
+    rm!(RedisModule_Replicate(ctx.0, c"DEL".as_ptr(), c"s".as_ptr(), key.0) else 0);
 }
 
 pub fn replicate_publish(ctx: Ctx, cmd: &CStr, channel: RStr, msg: RStr) {
-    rm!(RedisModule_Replicate(ctx, cmd.as_ptr(), c"ss".as_ptr(), channel, msg) else 0);
+    rm!(RedisModule_Replicate(ctx.0, cmd.as_ptr(), c"ss".as_ptr(), channel.0, msg.0) else 0);
 }
 
 pub fn notify(ctx: Ctx, class: c_int, event: &CStr, key: RStr) {
-    rm!(RedisModule_NotifyKeyspaceEvent(ctx, class, event.as_ptr(), key) else 0);
+    rm!(RedisModule_NotifyKeyspaceEvent(ctx.0, class, event.as_ptr(), key.0) else 0);
 }
 
 /// Publish `msg` on `channel`; `sharded` uses `RM_PublishMessageShard` where the server has it.
@@ -471,31 +522,31 @@ pub fn publish(ctx: Ctx, channel: RStr, msg: RStr, sharded: bool) {
     // The receiver counts these return are not needed.
     match (sharded, api!(RedisModule_PublishMessageShard)) {
         // SAFETY: the API pointer is set by RedisModule_Init; the strings are live.
-        (true, Some(f)) => unsafe { f(ctx, channel, msg) },
-        _ => rm!(RedisModule_PublishMessage(ctx, channel, msg) else 0),
+        (true, Some(f)) => unsafe { f(ctx.0, channel.0, msg.0) },
+        _ => rm!(RedisModule_PublishMessage(ctx.0, channel.0, msg.0) else 0),
     };
 }
 
 /// Reply with an array header of `n` elements.
 pub fn reply_array(ctx: Ctx, n: usize) {
-    rm!(RedisModule_ReplyWithArray(ctx, n as std::os::raw::c_long) else 0);
+    rm!(RedisModule_ReplyWithArray(ctx.0, n as std::os::raw::c_long) else 0);
 }
 
 pub fn signal_modified(ctx: Ctx, key: RStr) {
-    rm!(RedisModule_SignalModifiedKey(ctx, key) else 0);
+    rm!(RedisModule_SignalModifiedKey(ctx.0, key.0) else 0);
 }
 
 pub fn reply_null(ctx: Ctx) -> c_int {
-    rm!(RedisModule_ReplyWithNull(ctx) else 0)
+    rm!(RedisModule_ReplyWithNull(ctx.0) else 0)
 }
 
 pub fn reply_int(ctx: Ctx, n: i64) -> c_int {
-    rm!(RedisModule_ReplyWithLongLong(ctx, n) else 0)
+    rm!(RedisModule_ReplyWithLongLong(ctx.0, n) else 0)
 }
 
 /// Reply with the two-integer array `[a, b]` (the FENCE reply shape).
 pub fn reply_pair(ctx: Ctx, a: i64, b: i64) -> c_int {
-    rm!(RedisModule_ReplyWithArray(ctx, 2) else 0);
+    rm!(RedisModule_ReplyWithArray(ctx.0, 2) else 0);
     reply_int(ctx, a);
     reply_int(ctx, b)
 }
@@ -507,11 +558,11 @@ pub fn reply_error(ctx: Ctx, msg: &str) -> c_int {
         .map(|b| if b == 0 || b == b'\r' || b == b'\n' { b' ' } else { b })
         .chain(std::iter::once(0))
         .collect();
-    rm!(RedisModule_ReplyWithError(ctx, clean.as_ptr().cast::<c_char>()) else 0)
+    rm!(RedisModule_ReplyWithError(ctx.0, clean.as_ptr().cast::<c_char>()) else 0)
 }
 
 pub fn reply_bytes(ctx: Ctx, b: &[u8]) -> c_int {
-    rm!(RedisModule_ReplyWithStringBuffer(ctx, b.as_ptr().cast::<c_char>(), b.len()) else 0)
+    rm!(RedisModule_ReplyWithStringBuffer(ctx.0, b.as_ptr().cast::<c_char>(), b.len()) else 0)
 }
 
 /// Start a map of `n` pairs (a flat array of 2n elements for RESP2 clients).
@@ -519,24 +570,33 @@ pub fn reply_map(ctx: Ctx, n: usize) {
     let n = n as std::os::raw::c_long;
     match api!(RedisModule_ReplyWithMap) {
         Some(f) => unsafe {
-            f(ctx, n);
+            f(ctx.0, n);
         },
         None => {
-            rm!(RedisModule_ReplyWithArray(ctx, n * 2) else 0);
+            rm!(RedisModule_ReplyWithArray(ctx.0, n * 2) else 0);
         }
     }
 }
 
 /// Write a line to the Redis log at `level` ("warning", "notice", ...).
 pub fn log(ctx: Ctx, level: &CStr, msg: &str) {
+    log_raw(ctx.0, level, msg);
+}
+
+/// [`log`] without a context (the panic hook has none).
+pub fn log_global(level: &CStr, msg: &str) {
+    log_raw(null_mut(), level, msg);
+}
+
+fn log_raw(ctx: *mut raw::RedisModuleCtx, level: &CStr, msg: &str) {
     let clean: Vec<u8> =
         msg.bytes().map(|b| if b == 0 { b' ' } else { b }).chain(std::iter::once(0)).collect();
     rm!(RedisModule_Log(ctx, level.as_ptr(), c"%s".as_ptr(), clean.as_ptr()) else ());
 }
 
 impl OwnedStr {
-    /// Create a string and give up ownership (for APIs that take it over).
-    pub fn leak(b: &[u8]) -> RStr {
+    /// Create a string and give up ownership (for APIs that take it over, and [`StaticStr`]).
+    pub(in crate::ffi) fn leak(b: &[u8]) -> RStr {
         let s = OwnedStr::new(b);
         let p = s.0;
         std::mem::forget(s);
@@ -546,7 +606,7 @@ impl OwnedStr {
 
 impl OwnedStr {
     /// Take ownership of a string the server created for us (freed on drop).
-    pub fn adopt(p: RStr) -> Option<OwnedStr> {
+    pub(in crate::ffi) fn adopt(p: RStr) -> Option<OwnedStr> {
         // Not `then_some`: it would build (and drop) an `OwnedStr` of the null pointer too.
         if p.is_null() {
             None

@@ -12,7 +12,8 @@
 
 use crate::ffi::acl as ffi_acl;
 pub use crate::ffi::acl::User;
-use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
+use crate::ffi::blocked::Client;
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr, StaticStr};
 use crate::logic::error::Error;
 use crate::registry::stats;
 use std::collections::HashMap;
@@ -56,12 +57,11 @@ const NAME_TEXT: [&[u8]; 14] = [
 ];
 
 /// The command names (and "px"), created once and never freed.
-static NAMES: LazyLock<Vec<usize>> = LazyLock::new(|| {
-    NAME_TEXT.iter().chain([&b"px"[..]].iter()).map(|n| OwnedStr::leak(n) as usize).collect()
-});
+static NAMES: LazyLock<Vec<StaticStr>> =
+    LazyLock::new(|| NAME_TEXT.iter().chain([&b"px"[..]].iter()).map(|n| StaticStr::new(n)).collect());
 
 fn name_str(i: usize) -> RStr {
-    NAMES.get(i).copied().unwrap_or(0) as RStr
+    NAMES.get(i).map_or(RStr::ABSENT, StaticStr::ptr)
 }
 
 pub fn name(cmd: Cmd) -> RStr {
@@ -373,11 +373,11 @@ pub fn check_path(ctx: Ctx, user: Option<&User>, probe_key: RStr, path: &Path) -
 
 /// The user of each blocked client (by handle) and, when it had every permission at the time,
 /// the cache epoch then (valid while the filter watches ACL changes).
-type Waiting = HashMap<usize, (Vec<u8>, Option<u64>)>;
+type Waiting = HashMap<Client, (Vec<u8>, Option<u64>)>;
 static WAITING: LazyLock<Mutex<Waiting>> = LazyLock::new(Default::default);
 
 /// Remember the user of a client that starts waiting.
-pub fn remember_waiter(ctx: Ctx, handle: usize) {
+pub fn remember_waiter(ctx: Ctx, handle: Client) {
     if !grants_recheck() {
         return;
     }
@@ -390,7 +390,7 @@ pub fn remember_waiter(ctx: Ctx, handle: usize) {
 }
 
 /// The waiter left (granted, timed out, cancelled, failed).
-pub fn forget_waiter(handle: usize) {
+pub fn forget_waiter(handle: Client) {
     if !grants_recheck() {
         return;
     }
@@ -399,7 +399,7 @@ pub fn forget_waiter(handle: usize) {
 }
 
 /// The remembered user of waiter `handle` (read before the waiter leaves the table).
-pub fn waiter_user(handle: usize) -> Option<WaiterUser> {
+pub fn waiter_user(handle: Client) -> Option<WaiterUser> {
     if !grants_recheck() {
         return None;
     }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 pub type KeyId = (i32, Vec<u8>);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Waiter<H, R> {
+pub struct Waiter<H, R, T = u64> {
     /// The key, shared by every entry of the key (the queue keeps one copy of the name).
     pub key: Arc<KeyId>,
     pub owner: Arc<[u8]>,
@@ -28,38 +28,52 @@ pub struct Waiter<H, R> {
     pub deadline: Option<i64>,
     pub handle: H,
     /// Timer that ends the wait at `deadline`.
-    pub timer: Option<u64>,
+    pub timer: Option<T>,
     /// `Some(until)`: not a blocked client but a script owner's place in line, valid until
     /// unix-ms `until` (its `handle` is meaningless).
     pub turn_until: Option<i64>,
 }
 
-impl<H, R> Waiter<H, R> {
+impl<H, R, T> Waiter<H, R, T> {
     pub fn is_turn(&self) -> bool {
         self.turn_until.is_some()
     }
 }
 
-#[derive(Debug, Default)]
-struct KeyQueue {
+#[derive(Debug)]
+struct KeyQueue<T> {
     ids: VecDeque<u64>,
     /// Entries still in the table (clients and turns).
     live: usize,
     /// Blocked clients among them.
     clients: usize,
     /// Timer armed at the holder's lease deadline (or the reservation's end): (timer id, deadline).
-    expiry_timer: Option<(u64, i64)>,
+    expiry_timer: Option<(T, i64)>,
     /// The free lock is kept for this script owner until unix-ms `.1`.
     reserved: Option<(Vec<u8>, i64)>,
     /// The turn of each script owner in line (at most one per owner).
     turns: HashMap<Arc<[u8]>, u64>,
 }
 
+// Not derived: that would require `T: Default`.
+impl<T> Default for KeyQueue<T> {
+    fn default() -> Self {
+        KeyQueue {
+            ids: VecDeque::new(),
+            live: 0,
+            clients: 0,
+            expiry_timer: None,
+            reserved: None,
+            turns: HashMap::new(),
+        }
+    }
+}
+
 #[derive(Debug)]
-pub struct WaitQueues<H, R> {
+pub struct WaitQueues<H, R, T = u64> {
     next_id: u64,
-    keys: HashMap<Arc<KeyId>, KeyQueue>,
-    waiters: HashMap<u64, Waiter<H, R>>,
+    keys: HashMap<Arc<KeyId>, KeyQueue<T>>,
+    waiters: HashMap<u64, Waiter<H, R, T>>,
     /// Blocked clients over all keys.
     clients: usize,
     /// Bytes of names and owner ids kept (the INFO gauge `waiter_bytes`): each key's name once,
@@ -67,17 +81,17 @@ pub struct WaitQueues<H, R> {
     kept_bytes: usize,
 }
 
-impl<H, R> Default for WaitQueues<H, R> {
+impl<H, R, T> Default for WaitQueues<H, R, T> {
     fn default() -> Self {
         WaitQueues { next_id: 1, keys: HashMap::new(), waiters: HashMap::new(), clients: 0, kept_bytes: 0 }
     }
 }
 
-impl<H, R> WaitQueues<H, R> {
+impl<H, R, T: Copy> WaitQueues<H, R, T> {
     /// Append a waiter at the tail of its key's queue; returns its id. A blocked client is
     /// always queued; a turn (`turn_until` set) only behind a key that has blocked clients, and
     /// only one per owner and key: `None` otherwise.
-    pub fn push(&mut self, mut waiter: Waiter<H, R>) -> Option<u64> {
+    pub fn push(&mut self, mut waiter: Waiter<H, R, T>) -> Option<u64> {
         let turn = waiter.is_turn();
         if turn && (self.clients_on(&waiter.key) == 0 || self.turn_of(&waiter.key, &waiter.owner).is_some()) {
             return None;
@@ -106,18 +120,18 @@ impl<H, R> WaitQueues<H, R> {
         Some(id)
     }
 
-    pub fn get(&self, id: u64) -> Option<&Waiter<H, R>> {
+    pub fn get(&self, id: u64) -> Option<&Waiter<H, R, T>> {
         self.waiters.get(&id)
     }
 
-    pub fn get_mut(&mut self, id: u64) -> Option<&mut Waiter<H, R>> {
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut Waiter<H, R, T>> {
         self.waiters.get_mut(&id)
     }
 
     /// Remove a waiter wherever it stands. Returns it, and the expiry timer of its key if the
     /// key's queue became empty (the caller stops that timer).
     /// When the last blocked client of the key leaves, the key's turns go with it.
-    pub fn remove(&mut self, id: u64) -> Option<(Waiter<H, R>, Option<u64>)> {
+    pub fn remove(&mut self, id: u64) -> Option<(Waiter<H, R, T>, Option<T>)> {
         let w = self.waiters.remove(&id)?;
         self.kept_bytes = self.kept_bytes.saturating_sub(w.owner.len());
         let mut stale_timer = None;
@@ -245,12 +259,12 @@ impl<H, R> WaitQueues<H, R> {
         self.waiters.keys().copied().collect()
     }
 
-    pub fn expiry_timer(&self, key: &KeyId) -> Option<(u64, i64)> {
+    pub fn expiry_timer(&self, key: &KeyId) -> Option<(T, i64)> {
         self.keys.get(key).and_then(|q| q.expiry_timer)
     }
 
     /// Record the key's expiry timer; returns the one it replaces.
-    pub fn set_expiry_timer(&mut self, key: &KeyId, timer: Option<(u64, i64)>) -> Option<u64> {
+    pub fn set_expiry_timer(&mut self, key: &KeyId, timer: Option<(T, i64)>) -> Option<T> {
         match self.keys.get_mut(key) {
             Some(q) => std::mem::replace(&mut q.expiry_timer, timer).map(|(t, _)| t),
             None => timer.map(|(t, _)| t),

@@ -65,10 +65,10 @@ impl<'a> Argv<'a> {
         }
     }
     fn key(&self, i: usize) -> RStr {
-        self.strs.get(FIRST_KEY + i).copied().unwrap_or(std::ptr::null_mut())
+        self.strs.get(FIRST_KEY + i).copied().unwrap_or(RStr::ABSENT)
     }
     fn arg(&self, i: usize) -> RStr {
-        self.strs.get(FIRST_KEY + self.numkeys + i).copied().unwrap_or(std::ptr::null_mut())
+        self.strs.get(FIRST_KEY + self.numkeys + i).copied().unwrap_or(RStr::ABSENT)
     }
 }
 

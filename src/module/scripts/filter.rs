@@ -32,23 +32,23 @@
 //! wrong kind.
 
 use crate::ffi::filter as hook;
-use crate::ffi::rm::{Ctx, OwnedStr, RStr};
+use crate::ffi::rm::{Ctx, RStr, StaticStr};
 use crate::logic::lock::scripts::{self as redisson, Kind, Table, KINDS};
 use crate::registry::stats;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::{LazyLock, PoisonError, RwLock};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{LazyLock, Mutex, PoisonError, RwLock};
 
 pub const COMMAND: &[u8] = b"LOCK.REDISSON";
 
 /// The scripts recognised: the built-in table plus `lock.redisson-extra-scripts`.
 static TABLE: LazyLock<RwLock<Table>> = LazyLock::new(|| RwLock::new(Table::builtin()));
-/// The installed filter (null when none).
-static FILTER: AtomicUsize = AtomicUsize::new(0);
+/// The installed filter.
+static FILTER: Mutex<Option<hook::Filter>> = Mutex::new(None);
 /// Command names put in place by the filter, `[kind][evalsha]`, created once and never freed
 /// (each use takes a reference for Redis to drop).
-static NAMES: LazyLock<Vec<[usize; 2]>> =
-    LazyLock::new(|| KINDS.iter().map(|_| [0, 1].map(|_| OwnedStr::leak(COMMAND) as usize)).collect());
+static NAMES: LazyLock<Vec<[StaticStr; 2]>> =
+    LazyLock::new(|| KINDS.iter().map(|_| [0, 1].map(|_| StaticStr::new(COMMAND))).collect());
 
 /// Which of EVAL (bit 0) and EVALSHA (bit 1) the server resolves by those names: with
 /// `rename-command EVALSHA ""` (or renamed to another name) the name is unknown to the server,
@@ -92,8 +92,10 @@ pub fn lookup(evalsha: bool, script: &[u8]) -> Option<Kind> {
 
 /// Which (kind, EVALSHA?) a command name object put in place by the filter stands for.
 pub fn identify(name: RStr) -> Option<(Kind, bool)> {
-    let p = name as usize;
-    NAMES.iter().zip(KINDS).find_map(|(pair, kind)| pair.iter().position(|q| *q == p).map(|i| (kind, i == 1)))
+    NAMES
+        .iter()
+        .zip(KINDS)
+        .find_map(|(pair, kind)| pair.iter().position(|q| q.is(name)).map(|i| (kind, i == 1)))
 }
 
 /// Install (`on`) or remove the filter; idempotent.
@@ -105,18 +107,18 @@ pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
     }
     // Permissions may have changed while the filter was off (it watches ACL commands).
     crate::module::acl::invalidate();
-    let current = FILTER.load(Ordering::Relaxed);
-    if on && current == 0 {
+    let mut installed = FILTER.lock().unwrap_or_else(PoisonError::into_inner);
+    if on && installed.is_none() {
         let Some(f) = hook::register(ctx, filter) else {
             return Err("cannot register the command filter".into());
         };
-        FILTER.store(f, Ordering::Relaxed);
+        *installed = Some(f);
         crate::module::acl::set_filter_installed(true);
-    } else if !on && current != 0 {
+    } else if let (false, Some(current)) = (on, *installed) {
         if !hook::unregister(ctx, current) {
             return Err("cannot unregister the command filter".into());
         }
-        FILTER.store(0, Ordering::Relaxed);
+        *installed = None;
         crate::module::acl::set_filter_installed(false);
     }
     Ok(())
@@ -125,7 +127,7 @@ pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
 /// Forget the filter handle without unregistering (module load: a handle kept from before an
 /// unload is gone with the old module instance; Redis removes a module's filters on unload).
 pub fn reset() {
-    FILTER.store(0, Ordering::Relaxed);
+    *FILTER.lock().unwrap_or_else(PoisonError::into_inner) = None;
     crate::module::acl::set_filter_installed(false);
     RESOLVED.store(0, Ordering::Relaxed);
 }
@@ -181,7 +183,7 @@ fn filter_command(fctx: &hook::FilterArgs) {
             stats::redisson_lua(kind);
             return None;
         }
-        let name = *NAMES.get(kind.index())?.get(usize::from(evalsha))? as RStr;
+        let name = NAMES.get(kind.index())?.get(usize::from(evalsha))?.ptr();
         Some(name)
     }));
     let Ok(Some(name)) = r else { return };

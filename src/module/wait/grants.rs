@@ -165,7 +165,7 @@ pub fn queue_turn<K: Kind>(ctx: Ctx, name: RStr, owner: &[u8], req: Req<K>, pttl
             owner: Arc::from(owner),
             req,
             deadline: None,
-            handle: Default::default(),
+            handle: crate::ffi::blocked::Client::NONE,
             timer: None,
             turn_until: Some(until),
         };

@@ -4,7 +4,7 @@
 
 use crate::ffi::blocked::Client;
 use crate::ffi::rm::Ctx;
-use crate::ffi::timers;
+use crate::ffi::timers::{self, TimerId};
 use crate::logic::wait::policy::Policy;
 use crate::logic::wait::queue::{KeyId, WaitQueues, Waiter};
 use crate::registry::config;
@@ -15,7 +15,7 @@ use std::sync::{LazyLock, Mutex, PoisonError, TryLockError};
 
 /// What the mutex guards.
 pub struct Shared<P: Policy> {
-    pub q: WaitQueues<Client, P::Request>,
+    pub q: WaitQueues<Client, P::Request, TimerId>,
     /// The waiter id of each blocked client.
     pub by_client: HashMap<Client, u64>,
     /// Keys to re-examine at the next check (a 0 ms timer, or the deferral timer).
@@ -108,7 +108,7 @@ impl<P: Policy> Table<P> {
     }
 
     /// Take waiter `id` out of the table and stop its timers. `None` if it was already gone.
-    pub fn take(&self, ctx: Ctx, id: u64) -> Option<Waiter<Client, P::Request>> {
+    pub fn take(&self, ctx: Ctx, id: u64) -> Option<Waiter<Client, P::Request, TimerId>> {
         let (w, stale) = self.with(|s| {
             let (w, stale) = s.q.remove(id)?;
             s.by_client.remove(&w.handle);
