@@ -9,6 +9,7 @@ pub mod configs;
 pub mod events;
 pub mod filter;
 pub mod info;
+pub mod key;
 pub mod luanum;
 pub mod replication;
 pub mod rm;

@@ -2,8 +2,9 @@
 //! plain commands (HINCRBY, PEXPIREAT with the absolute deadline, DEL, PUBLISH), the keyspace
 //! notifications the native commands would fire, WATCH invalidation, and the release message.
 
+use crate::ffi::key::Key;
 use crate::ffi::replication;
-use crate::ffi::rm::{self, Ctx, Key, OwnedStr, RStr};
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
 use crate::registry::config::{self, PublishMode};
 use crate::registry::stats;
 

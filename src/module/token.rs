@@ -1,7 +1,8 @@
 //! The fencing-token key of a lock (`LOCK.ACQUIRE ... FENCE`): read and checked before a grant
 //! writes anything, then written with its effects. The token itself is chosen in `fence.rs`.
 
-use crate::ffi::rm::{self, Ctx, Key, KeyKind, OwnedStr};
+use crate::ffi::key::{Key, KeyKind};
+use crate::ffi::rm::{self, Ctx, OwnedStr};
 use crate::logic::error::Error;
 use crate::logic::fence;
 use crate::registry::config;

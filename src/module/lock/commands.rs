@@ -2,7 +2,8 @@
 //! Every refusal happens before the first write.
 
 use crate::ffi::command::{entry, run};
-use crate::ffi::rm::{self, Ctx, Key, KeyKind, RStr};
+use crate::ffi::key::{Key, KeyKind};
+use crate::ffi::rm::{self, Ctx, RStr};
 use crate::logic::args;
 use crate::logic::error::Error;
 use crate::logic::lock::args as lock_args;

@@ -14,7 +14,8 @@
 //! the AOF with absolute deadlines.
 
 use crate::ffi::command::{self, entry};
-use crate::ffi::rm::{self, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::ffi::key::{Key, KeyKind};
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
 use crate::logic::error::Error;
 use crate::logic::lock::scripts::{self as redisson, Call, Kind, Publish};
 use crate::module::acl::{self, Cmd, Step};

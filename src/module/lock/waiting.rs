@@ -1,7 +1,8 @@
 //! The reentrant lock in the waiting core: a free (absent) lock can be granted, a grant writes
 //! the hold (and the FENCE token), and the replies of LOCK.ACQUIRE ... WAIT.
 
-use crate::ffi::rm::{self, Ctx, Key, KeyKind, OwnedStr, RStr};
+use crate::ffi::key::{Key, KeyKind};
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
 use crate::logic::error::Error;
 use crate::logic::lock::policy::{LockPolicy, Request};
 use crate::module::wait::{Grant, Kind, Look, Table};

@@ -5,7 +5,8 @@
 
 use super::callbacks::{quietly, unblock, Outcome};
 use super::kind::{Grant, Kind, Look, Req};
-use crate::ffi::rm::{self, Ctx, Key, OwnedStr, RStr};
+use crate::ffi::key::Key;
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
 use crate::ffi::timers;
 use crate::logic::error::Error;
 use crate::logic::timing;

@@ -2,7 +2,8 @@
 //! grant is written, and its replies. One implementation per kind (`module/<kind>/waiting.rs`).
 
 use super::table::Table;
-use crate::ffi::rm::{Ctx, Key, RStr};
+use crate::ffi::key::Key;
+use crate::ffi::rm::{Ctx, RStr};
 use crate::logic::error::Error;
 use crate::logic::wait::policy::Policy;
 use crate::module::acl::WaiterUser;

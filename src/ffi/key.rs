@@ -1,0 +1,190 @@
+//! An open key: its type, hash fields, string value, TTL, deletion. Every read and write the
+//! glue makes to a key goes through [`Key`].
+
+use super::rm::{api, bytes, millis, rm, Ctx, RStr};
+use redis_module::raw;
+use std::os::raw::c_int;
+use std::ptr::null_mut;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    Empty,
+    Hash,
+    Other,
+}
+
+/// An open key, closed on drop.
+pub struct Key {
+    ctx: Ctx,
+    ptr: *mut raw::RedisModuleKey,
+}
+
+impl Key {
+    /// Open for reading and writing. Opening deletes the key if its lease already passed.
+    pub fn write(ctx: Ctx, name: RStr) -> Key {
+        let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
+        Key { ctx, ptr: rm!(RedisModule_OpenKey(ctx.0, name.0, mode) else null_mut()) }
+    }
+
+    /// Open read-only (the handle is null when the key does not exist).
+    pub fn read(ctx: Ctx, name: RStr) -> Key {
+        let mode = raw::REDISMODULE_READ as c_int;
+        Key { ctx, ptr: rm!(RedisModule_OpenKey(ctx.0, name.0, mode) else null_mut()) }
+    }
+
+    pub fn kind(&self) -> KeyKind {
+        if self.ptr.is_null() {
+            return KeyKind::Empty;
+        }
+        match rm!(RedisModule_KeyType(self.ptr) else 0) as isize {
+            raw::REDISMODULE_KEYTYPE_EMPTY => KeyKind::Empty,
+            raw::REDISMODULE_KEYTYPE_HASH => KeyKind::Hash,
+            _ => KeyKind::Other,
+        }
+    }
+
+    /// Run `f` on the bytes of hash field `field`, if present.
+    pub fn hash_get<R>(&self, field: RStr, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if self.ptr.is_null() {
+            return None;
+        }
+        let mut out = RStr::ABSENT;
+        let flags = raw::REDISMODULE_HASH_NONE as c_int;
+        let end: *mut raw::RedisModuleString = null_mut();
+        rm!(RedisModule_HashGet(self.ptr, flags, field.0, &mut out.0 as *mut *mut raw::RedisModuleString, end) else 0);
+        if out.is_null() {
+            return None;
+        }
+        let r = f(bytes(&out));
+        rm!(RedisModule_FreeString(self.ctx.0, out.0) else ());
+        Some(r)
+    }
+
+    /// Whether hash field `field` exists (no copy of its value is made).
+    pub fn hash_has(&self, field: RStr) -> bool {
+        if self.ptr.is_null() {
+            return false;
+        }
+        let mut exists: c_int = 0;
+        let flags = raw::REDISMODULE_HASH_EXISTS as c_int;
+        let end: *mut raw::RedisModuleString = null_mut();
+        rm!(RedisModule_HashGet(self.ptr, flags, field.0, &mut exists as *mut c_int, end) else 0);
+        exists != 0
+    }
+
+    /// Set hash field `field` to `value`, creating the hash if needed.
+    pub fn hash_set(&self, field: RStr, value: RStr) {
+        let flags = raw::REDISMODULE_HASH_NONE as c_int;
+        let end: *mut raw::RedisModuleString = null_mut();
+        rm!(RedisModule_HashSet(self.ptr, flags, field.0, value.0, end) else 0);
+    }
+
+    /// Remaining ms, or -1 without a TTL, or -2 when the key does not exist (like PTTL).
+    ///
+    /// Measured against the same clock the module sets deadlines with (`millis()`): on 7.2+
+    /// RM_GetExpire subtracts the command-time snapshot, which inside MULTI/EXEC or a long script
+    /// is older than the clock the deadline came from, and would report more than the lease.
+    pub fn pttl(&self) -> i64 {
+        if self.kind() == KeyKind::Empty {
+            return -2;
+        }
+        self.deadline().map_or(-1, |d| d.saturating_sub(millis()).max(0))
+    }
+
+    /// Absolute expiry in unix ms, `None` without a TTL (or without a key).
+    pub fn deadline(&self) -> Option<i64> {
+        if self.kind() == KeyKind::Empty {
+            return None;
+        }
+        let d = match api!(RedisModule_GetAbsExpire) {
+            Some(f) => unsafe { f(self.ptr) },
+            None => {
+                let rel = rm!(RedisModule_GetExpire(self.ptr) else -1);
+                if rel < 0 {
+                    -1
+                } else {
+                    millis().saturating_add(rel)
+                }
+            }
+        };
+        (d >= 0).then_some(d)
+    }
+
+    /// Expire at `deadline` (unix ms). `now` is the base `deadline` was computed from, used
+    /// only on servers older than 7.0.5 that lack RM_SetAbsExpire.
+    pub fn set_deadline(&self, deadline: i64, now: i64) {
+        match api!(RedisModule_SetAbsExpire) {
+            Some(f) => unsafe {
+                f(self.ptr, deadline);
+            },
+            None => {
+                rm!(RedisModule_SetExpire(self.ptr, deadline.saturating_sub(now).max(1)) else 0);
+            }
+        }
+    }
+
+    pub fn delete(&self) {
+        rm!(RedisModule_DeleteKey(self.ptr) else 0);
+    }
+
+    /// Whether the key holds a string.
+    pub fn is_string(&self) -> bool {
+        !self.ptr.is_null()
+            && rm!(RedisModule_KeyType(self.ptr) else 0) as isize == raw::REDISMODULE_KEYTYPE_STRING
+    }
+
+    /// Run `f` on the bytes of a string value (key opened for writing: reading an integer-encoded
+    /// value through RM_StringDMA converts it to a plain string).
+    pub fn string_get<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if !self.is_string() {
+            return None;
+        }
+        let mut len = 0usize;
+        let mode = raw::REDISMODULE_READ as c_int;
+        let p = rm!(RedisModule_StringDMA(self.ptr, &mut len, mode) else null_mut());
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: Redis guarantees `len` readable bytes at `p` while the key is open and unchanged.
+        Some(f(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }))
+    }
+
+    /// Make the key the string `value` (any TTL is removed, as SET does).
+    pub fn string_set(&self, value: RStr) {
+        rm!(RedisModule_StringSet(self.ptr, value.0) else 0);
+    }
+
+    /// Every (field, value) of the hash.
+    pub fn hash_entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        if self.kind() != KeyKind::Hash {
+            return out;
+        }
+        unsafe extern "C" fn collect(
+            _key: *mut raw::RedisModuleKey,
+            field: *mut raw::RedisModuleString,
+            value: *mut raw::RedisModuleString,
+            privdata: *mut std::os::raw::c_void,
+        ) {
+            // SAFETY: privdata is the `out` vector below, alive for the whole scan.
+            let out = unsafe { &mut *privdata.cast::<Vec<(Vec<u8>, Vec<u8>)>>() };
+            out.push((bytes(&RStr(field)).to_vec(), bytes(&RStr(value)).to_vec()));
+        }
+        let cursor = rm!(RedisModule_ScanCursorCreate() else null_mut());
+        if cursor.is_null() {
+            return out;
+        }
+        let pd = (&mut out as *mut Vec<(Vec<u8>, Vec<u8>)>).cast::<std::os::raw::c_void>();
+        while rm!(RedisModule_ScanKey(self.ptr, cursor, Some(collect), pd) else 0) != 0 {}
+        rm!(RedisModule_ScanCursorDestroy(cursor) else ());
+        out
+    }
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            rm!(RedisModule_CloseKey(self.ptr) else ());
+        }
+    }
+}
