@@ -75,7 +75,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         (c"lock.renew", module::lock::commands::renew_cmd),
         (c"lock.forcerelease", module::lock::commands::force_release_cmd),
         (c"lock.info", module::lock::commands::info_cmd),
-        (c"lock.redisson", module::lock::scripts::redisson_cmd),
+        (c"lock.redisson", module::scripts::native::redisson_cmd),
     ];
     if let Err(e) = ffi::command_info::register(ctx, &cmdinfo::SPECS, &handlers) {
         return fail(&context, &e);

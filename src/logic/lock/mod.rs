@@ -1,5 +1,6 @@
 //! The reentrant lock (Redisson's `RLock` layout: a hash of owner -> hold count with a lease).
 
 pub mod args;
+pub mod script_plans;
 pub mod scripts;
 pub mod state;
