@@ -177,11 +177,13 @@ pub struct Steps {
     len: usize,
     /// Every step once the path outgrew `inline` (then `len` is 0).
     heap: Vec<Step>,
+    /// Whether any step writes.
+    writes: bool,
 }
 
 impl Steps {
     pub fn new() -> Steps {
-        Steps { inline: [Step::EMPTY; INLINE], len: 0, heap: Vec::new() }
+        Steps { inline: [Step::EMPTY; INLINE], len: 0, heap: Vec::new(), writes: false }
     }
 
     /// Room for `n` steps in all (a batch: allocated once).
@@ -193,6 +195,7 @@ impl Steps {
 
     #[inline]
     pub fn push(&mut self, s: Step) {
+        self.writes |= s.writes();
         if self.heap.is_empty() {
             if let Some(slot) = self.inline.get_mut(self.len) {
                 *slot = s;
@@ -203,6 +206,26 @@ impl Steps {
             self.len = 0;
         }
         self.heap.push(s);
+    }
+
+    /// Append `cmd` with its arguments and effect, written in place.
+    #[inline(always)]
+    pub fn add<const N: usize>(&mut self, cmd: Cmd, args: [Arg; N], effect: Effect) {
+        if self.heap.is_empty() {
+            self.writes |= cmd.writes();
+            if let Some(slot) = self.inline.get_mut(self.len) {
+                // The slot is still empty: only what differs is written.
+                slot.cmd = cmd;
+                slot.effect = effect;
+                slot.argc = u8::try_from(N).unwrap_or(4);
+                for (d, a) in slot.args.iter_mut().zip(args) {
+                    *d = a;
+                }
+                self.len += 1;
+                return;
+            }
+        }
+        self.push(Step::new(cmd, args, effect));
     }
 
     #[inline]
@@ -225,6 +248,11 @@ impl Steps {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Whether any step writes.
+    pub fn writes(&self) -> bool {
+        self.writes
+    }
 }
 
 impl Default for Steps {
@@ -234,17 +262,17 @@ impl Default for Steps {
 }
 
 /// The script's reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reply {
     Nil,
     Int(i64),
     Pair(i64, i64),
-    /// An array of integers (a batch).
-    Ints(Vec<i64>),
+    /// An array of integers (a batch): [`Plan::ints`].
+    Ints,
 }
 
 /// How the path ends once its commands are allowed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Then {
     Reply(Reply),
     /// The script fails at a command of the path (an argument it refuses there): a user who
@@ -258,21 +286,31 @@ pub enum Then {
 pub struct Plan {
     pub steps: Steps,
     pub then: Then,
+    /// The array a [`Reply::Ints`] replies.
+    pub ints: Vec<i64>,
 }
 
 impl Plan {
     pub fn new() -> Plan {
-        Plan { steps: Steps::new(), then: Then::Reply(Reply::Nil) }
+        Plan { steps: Steps::new(), then: Then::Reply(Reply::Nil), ints: Vec::new() }
     }
 
-    #[inline]
-    pub fn push(&mut self, s: Step) {
-        self.steps.push(s);
+    /// Append `cmd` with its arguments (at most four) and its effect.
+    #[inline(always)]
+    pub fn step<const N: usize>(&mut self, cmd: Cmd, args: [Arg; N], effect: Effect) {
+        const { assert!(N <= 4, "a step takes at most four arguments") };
+        self.steps.add(cmd, args, effect);
+    }
+
+    /// Append `cmd`, which writes nothing.
+    #[inline(always)]
+    pub fn read<const N: usize>(&mut self, cmd: Cmd, args: [Arg; N]) {
+        self.step(cmd, args, Effect::None);
     }
 
     /// Whether any command of the path writes.
     pub fn writes(&self) -> bool {
-        self.steps.iter().any(Step::writes)
+        self.steps.writes()
     }
 
     /// Whether the native code does anything for the path (any effect).

@@ -41,6 +41,19 @@ pub enum Role {
     LatchMs,
 }
 
+impl Role {
+    /// How many roles there are.
+    pub const COUNT: usize = 9;
+
+    /// Whether the role is a KEYS slot (else an ARGV slot).
+    pub const fn is_key(self) -> bool {
+        matches!(self, Role::Lock | Role::Channel | Role::Latch | Role::Token)
+    }
+}
+
+/// Marks a role a layout lacks, in [`Layout`]'s position tables.
+const NONE: u8 = u8::MAX;
+
 /// The roles of a call's slots: fixed KEYS and ARGV, then for a batch a tail of KEYS and ARGV
 /// roles repeated once per unit (at least once). Parsed roles (lease, latch ms, publish
 /// command) are read from the fixed ARGV.
@@ -49,12 +62,53 @@ pub struct Layout {
     pub keys: &'static [Role],
     pub args: &'static [Role],
     pub each: Option<(&'static [Role], &'static [Role])>,
+    /// Each role's index among the fixed KEYS or ARGV (by the role's side), then within a unit
+    /// of the tail, by `Role as usize`; computed when the layout is made, so a transition finds
+    /// its slots without a search.
+    fixed_at: [u8; Role::COUNT],
+    each_at: [u8; Role::COUNT],
 }
 
 impl Layout {
     pub const fn fixed(keys: &'static [Role], args: &'static [Role]) -> Layout {
-        Layout { keys, args, each: None }
+        Layout { keys, args, each: None, fixed_at: positions(keys, args), each_at: [NONE; Role::COUNT] }
     }
+
+    /// Fixed slots, then `each_keys` / `each_args` repeated once per unit.
+    pub const fn repeated(
+        keys: &'static [Role],
+        args: &'static [Role],
+        each_keys: &'static [Role],
+        each_args: &'static [Role],
+    ) -> Layout {
+        let each = Some((each_keys, each_args));
+        Layout { keys, args, each, fixed_at: positions(keys, args), each_at: positions(each_keys, each_args) }
+    }
+}
+
+/// The first index of each role in `keys` (key roles) or `args` (argument roles).
+#[allow(clippy::indexing_slicing, reason = "const evaluation: out of range fails the build")]
+const fn positions(keys: &[Role], args: &[Role]) -> [u8; Role::COUNT] {
+    let mut at = [NONE; Role::COUNT];
+    let mut i = 0;
+    while i < keys.len() {
+        if keys[i].is_key() && at[keys[i] as usize] == NONE {
+            at[keys[i] as usize] = i as u8;
+        }
+        i += 1;
+    }
+    let mut i = 0;
+    while i < args.len() {
+        if !args[i].is_key() && at[args[i] as usize] == NONE {
+            at[args[i] as usize] = i as u8;
+        }
+        i += 1;
+    }
+    at
+}
+
+fn position(table: &[u8; Role::COUNT], role: Role) -> Option<usize> {
+    table.get(role as usize).copied().filter(|p| *p != NONE).map(usize::from)
 }
 
 /// An operation: the kind of object, and the kind's own operation number.
@@ -264,6 +318,7 @@ pub struct Call<'a> {
 }
 
 /// Check `rest` (everything after the script or SHA1: numkeys, keys, args) against `layout`.
+#[inline]
 pub fn parse<'a>(layout: &'static Layout, rest: &'a [&'a [u8]]) -> Result<Call<'a>, Mismatch> {
     let (&first, rest) = rest.split_first().ok_or(Mismatch::Shape)?;
     let n = numkeys(first).ok_or(Mismatch::Shape)?;
@@ -296,32 +351,49 @@ pub fn parse<'a>(layout: &'static Layout, rest: &'a [&'a [u8]]) -> Result<Call<'
     Ok(call)
 }
 
+/// Slot `first + u * stride` (a fixed slot, stride 0, is unit 0's only).
+pub fn unit(first: usize, stride: usize, u: usize) -> Option<usize> {
+    if stride == 0 && u > 0 {
+        return None;
+    }
+    first.checked_add(u.checked_mul(stride)?)
+}
+
 impl Call<'_> {
     /// The KEYS index of a fixed `role`.
+    #[inline]
     pub fn key_index(&self, role: Role) -> Option<usize> {
-        self.layout.keys.iter().position(|r| *r == role)
+        position(&self.layout.fixed_at, role).filter(|_| role.is_key())
     }
 
     /// The ARGV index of a fixed `role`.
+    #[inline]
     pub fn arg_index(&self, role: Role) -> Option<usize> {
-        self.layout.args.iter().position(|r| *r == role)
+        position(&self.layout.fixed_at, role).filter(|_| !role.is_key())
     }
 
-    /// The KEYS index of `role` for unit `u`: in the repeated tail if it has the role, else the
-    /// fixed slot (unit 0 of a layout without a tail).
+    /// Where `role` is for each unit: (index for unit 0, stride), in KEYS for a key role, in
+    /// ARGV for an argument role; from the repeated tail if it has the role, else the fixed
+    /// slot (one unit).
+    pub fn unit_slots(&self, role: Role) -> Option<(usize, usize)> {
+        match (self.layout.each, position(&self.layout.each_at, role)) {
+            (Some((k, _)), Some(pos)) if role.is_key() => Some((self.layout.keys.len() + pos, k.len())),
+            (Some((_, a)), Some(pos)) => Some((self.layout.args.len() + pos, a.len())),
+            _ if role.is_key() => Some((self.key_index(role)?, 0)),
+            _ => Some((self.arg_index(role)?, 0)),
+        }
+    }
+
+    /// The KEYS index of `role` for unit `u` (see [`Call::unit_slots`]).
     pub fn unit_key_index(&self, u: usize, role: Role) -> Option<usize> {
-        match self.layout.each.and_then(|(k, _)| Some((k.len(), k.iter().position(|r| *r == role)?))) {
-            Some((width, pos)) => Some(self.layout.keys.len() + u.checked_mul(width)? + pos),
-            None => self.key_index(role).filter(|_| u == 0),
-        }
+        let (first, stride) = self.unit_slots(role).filter(|_| role.is_key())?;
+        unit(first, stride, u)
     }
 
-    /// The ARGV index of `role` for unit `u` (as [`Call::unit_key_index`]).
+    /// The ARGV index of `role` for unit `u` (see [`Call::unit_slots`]).
     pub fn unit_arg_index(&self, u: usize, role: Role) -> Option<usize> {
-        match self.layout.each.and_then(|(_, a)| Some((a.len(), a.iter().position(|r| *r == role)?))) {
-            Some((width, pos)) => Some(self.layout.args.len() + u.checked_mul(width)? + pos),
-            None => self.arg_index(role).filter(|_| u == 0),
-        }
+        let (first, stride) = self.unit_slots(role).filter(|_| !role.is_key())?;
+        unit(first, stride, u)
     }
 
     /// The bytes of KEYS slot `i`.
@@ -341,8 +413,7 @@ mod tests {
 
     const L: Object = Object::Lock;
     const FIXED: Layout = Layout::fixed(&[Role::Lock, Role::Channel], &[Role::Message, Role::PublishCmd]);
-    const BATCH: Layout =
-        Layout { keys: &[], args: &[Role::Lease], each: Some((&[Role::Lock], &[Role::Owner])) };
+    const BATCH: Layout = Layout::repeated(&[], &[Role::Lease], &[Role::Lock], &[Role::Owner]);
     const OPS: [OpDef; 2] = [
         OpDef { op: Op { object: L, code: 0 }, name: "force", layout: FIXED },
         OpDef { op: Op { object: L, code: 1 }, name: "batch", layout: BATCH },
@@ -400,6 +471,12 @@ mod tests {
         assert_eq!((b.units, b.lease), (2, None));
         assert_eq!((b.unit_key_index(1, Role::Lock), b.unit_arg_index(1, Role::Owner)), (Some(1), Some(2)));
         assert_eq!(b.arg_index(Role::Lease), Some(0));
+        assert_eq!((b.unit_slots(Role::Lock), b.unit_slots(Role::Owner)), (Some((0, 1)), Some((1, 1))));
+        assert_eq!(
+            (b.key_index(Role::Lease), b.arg_index(Role::Lock)),
+            (None, None),
+            "each role on its side"
+        );
         for bad in [&["0", "30000"][..], &["2", "a", "b", "30000", "oa"], &["-1", "30000"]] {
             assert_eq!(parse(&BATCH, argv(bad)), Err(Mismatch::Shape), "{bad:?}");
         }

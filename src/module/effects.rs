@@ -33,6 +33,7 @@ pub fn set_lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64) {
     lease(ctx, key, name, deadline, now, false);
 }
 
+#[inline]
 fn lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64, fresh: bool) {
     // Needed only where the effect goes through the command's argv (it carries NX or XX).
     let had_ttl = replication::pexpireat_in_place().then(|| !fresh && key.deadline().is_some());
@@ -43,6 +44,7 @@ fn lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64, fresh: bool) 
 
 /// The lease a script's PEXPIRE sets (after its HINCRBY, if any), then WATCH is told; `fresh`:
 /// the key was just created.
+#[inline]
 pub fn rearm(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64, fresh: bool) {
     lease(ctx, key, name, deadline, now, fresh);
     rm::signal_modified(ctx, name);

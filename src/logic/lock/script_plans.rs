@@ -16,8 +16,8 @@
 use crate::logic::error::Error;
 use crate::logic::lock::scripts::LockOp;
 use crate::logic::lock::state::{self, LockView};
-use crate::logic::plan::{Arg, Cmd, Effect, Plan, Quirk, Reply, Step, Then};
-use crate::logic::scripts::{Call, Publish, Role};
+use crate::logic::plan::{Arg, Cmd, Effect, Plan, Quirk, Reply, Then};
+use crate::logic::scripts::{unit, Call, Publish, Role};
 
 /// The token counter of a fenced acquire, as INCR would find it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,24 +40,25 @@ pub enum Latch {
     WrongType,
 }
 
-/// What the glue reads of the keys, when a transition asks.
+/// What the glue reads of the keys, when a transition asks; `lock`, `owner`, ... are KEYS and
+/// ARGV slots of the call.
 pub trait Keys {
     /// The lock key as an acquire finds it, the owner's count as HINCRBY reads it (any integer;
     /// `Err` when not one), once LOCK.* waiters had their go at a free lock; with the ms left of
     /// another owner's turn when the free lock is kept for it.
-    fn for_acquire(&mut self) -> (LockView, Option<i64>);
+    fn for_acquire(&mut self, lock: usize, owner: usize) -> (LockView, Option<i64>);
     /// The lock key and the owner's count, as an unlock finds them.
-    fn lock(&mut self) -> LockView;
+    fn lock(&mut self, lock: usize, owner: usize) -> LockView;
     /// The lock key's PTTL (-1 without a TTL).
-    fn pttl(&mut self) -> i64;
+    fn pttl(&mut self, lock: usize) -> i64;
     /// Whether the lock key exists (any type).
-    fn exists(&mut self) -> bool;
-    /// The lock key of unit `u` of a renewal, through HEXISTS ([`LockView::field`]).
-    fn held(&mut self, u: usize) -> LockView;
-    fn token(&mut self) -> Counter;
-    fn latch(&mut self) -> Latch;
+    fn exists(&mut self, lock: usize) -> bool;
+    /// A lock key of a renewal, through HEXISTS ([`LockView::field`]).
+    fn held(&mut self, lock: usize, owner: usize) -> LockView;
+    fn token(&mut self, token: usize) -> Counter;
+    fn latch(&mut self, latch: usize) -> Latch;
     /// Whether SPUBLISH to the channel stays in the lock key's slot (always outside a cluster).
-    fn channel_in_lock_slot(&mut self) -> bool;
+    fn channel_in_lock_slot(&mut self, lock: usize, channel: usize) -> bool;
 }
 
 /// The path of `op` for `call` at `now`, written into `p` (an empty plan: built in place, the
@@ -125,24 +126,24 @@ fn count_and_lease(
 fn acquire(op: LockOp, call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<(), Quirk> {
     let (lock, owner, lease) = (key(call, Role::Lock)?, arg(call, Role::Owner)?, arg(call, Role::Lease)?);
     let pair = op == LockOp::FencedAcquire;
-    let (view, turn) = keys.for_acquire();
+    let (view, turn) = keys.for_acquire(lock as usize, owner as usize);
     runnable(&view)?;
     // A lock kept for another owner's turn is not free for this one.
     let taken = match turn {
         Some(_) => state::Acquire::Contended,
         None => state::acquire(&view).map_err(refused)?,
     };
-    p.push(Step::read(Cmd::Exists, [Arg::Key(lock)]));
+    p.read(Cmd::Exists, [Arg::Key(lock)]);
     if view != LockView::Free {
-        p.push(Step::read(Cmd::HExists, [Arg::Key(lock), Arg::Argv(owner)]));
+        p.read(Cmd::HExists, [Arg::Key(lock), Arg::Argv(owner)]);
     }
     let count = match taken {
         state::Acquire::Create => 1,
         state::Acquire::Reenter { new_count } => new_count,
         state::Acquire::Contended => {
             // While LOCK.* clients wait, this owner takes a place in their FIFO.
-            let pttl = turn.unwrap_or_else(|| keys.pttl());
-            p.push(Step::new(Cmd::PTtl, [Arg::Key(lock)], Effect::Turn { owner, pttl }));
+            let pttl = turn.unwrap_or_else(|| keys.pttl(lock as usize));
+            p.step(Cmd::PTtl, [Arg::Key(lock)], Effect::Turn { owner, pttl });
             p.then = Then::Reply(if pair { Reply::Pair(pttl, -1) } else { Reply::Int(pttl) });
             return Ok(());
         }
@@ -153,10 +154,10 @@ fn acquire(op: LockOp, call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan
     let token = match call.key_index(Role::Token) {
         None => None,
         Some(t) => {
-            if call.key(t) == call.key_index(Role::Lock).and_then(|l| call.key(l)) {
+            if call.key(t) == call.key(lock as usize) {
                 return Err(Quirk::TokenIsLock); // INCR on the lock hash: the script fails half-way
             }
-            let stored = match keys.token() {
+            let stored = match keys.token(t) {
                 Counter::Absent => 0,
                 Counter::Int(n) => n,
                 Counter::NotInteger => return Err(Quirk::TokenNotInteger),
@@ -165,10 +166,10 @@ fn acquire(op: LockOp, call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan
             Some((slot(Some(t))?, stored.checked_add(1).ok_or(Quirk::TokenOverflow)?))
         }
     };
-    p.push(Step::new(Cmd::HIncrBy, [Arg::Key(lock), Arg::Argv(owner), Arg::One], counted));
-    p.push(Step::new(Cmd::PExpire, [Arg::Key(lock), Arg::Argv(lease)], leased));
+    p.step(Cmd::HIncrBy, [Arg::Key(lock), Arg::Argv(owner), Arg::One], counted);
+    p.step(Cmd::PExpire, [Arg::Key(lock), Arg::Argv(lease)], leased);
     if let Some((t, value)) = token {
-        p.push(Step::new(Cmd::Incr, [Arg::Key(t)], Effect::Incr { value }));
+        p.step(Cmd::Incr, [Arg::Key(t)], Effect::Incr { value });
     }
     p.then = Then::Reply(match token {
         Some((_, value)) if pair => Reply::Pair(-1, value),
@@ -187,8 +188,8 @@ fn publish_cmd(call: &Call) -> Cmd {
 
 /// In a cluster, a script's SPUBLISH must stay in the script's slot: Lua raises an error (after
 /// the lock was deleted) when it does not.
-fn publish_ok(cmd: Cmd, keys: &mut impl Keys) -> bool {
-    cmd == Cmd::Publish || keys.channel_in_lock_slot()
+fn publish_ok(cmd: Cmd, keys: &mut impl Keys, lock: u32, channel: u32) -> bool {
+    cmd == Cmd::Publish || keys.channel_in_lock_slot(lock as usize, channel as usize)
 }
 
 fn unlock(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<(), Quirk> {
@@ -201,8 +202,8 @@ fn unlock(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<(
     };
     // 3.24+: an existing latch answers a retried unlock and nothing else happens.
     if let Some((k, _)) = latch {
-        p.push(Step::read(Cmd::Get, [Arg::Key(k)]));
-        match keys.latch() {
+        p.read(Cmd::Get, [Arg::Key(k)]);
+        match keys.latch(k as usize) {
             Latch::Absent => {}
             Latch::Value(v) => {
                 p.then = Then::Reply(v.map_or(Reply::Nil, Reply::Int));
@@ -211,9 +212,9 @@ fn unlock(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<(
             Latch::WrongType => return Err(Quirk::LatchWrongType),
         }
     }
-    let view = keys.lock();
+    let view = keys.lock(lock as usize, owner as usize);
     runnable(&view)?;
-    p.push(Step::read(Cmd::HExists, [Arg::Key(lock), Arg::Argv(owner)]));
+    p.read(Cmd::HExists, [Arg::Key(lock), Arg::Argv(owner)]);
     let left = match state::release(&view).map_err(refused)? {
         state::Release::NotOwner => {
             p.then = Then::Reply(Reply::Nil);
@@ -234,25 +235,25 @@ fn unlock(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<(
             .ok_or(Quirk::LeaseNotInteger)
             .and_then(|ms| count_and_lease(n, false, ms, now, false))
             .map(|(c, l)| [c, l, Effect::None]),
-        None if publish_ok(publish_cmd(call), keys) => {
+        None if publish_ok(publish_cmd(call), keys, lock, channel) => {
             Ok([Effect::CountThenGone, Effect::Delete, Effect::Release { lock }])
         }
         None => Err(Quirk::CrossSlotPublish),
     };
     let [counted, second, published] = *effects.as_ref().unwrap_or(&[Effect::None; 3]);
-    p.push(Step::new(Cmd::HIncrBy, [Arg::Key(lock), Arg::Argv(owner), Arg::MinusOne], counted));
+    p.step(Cmd::HIncrBy, [Arg::Key(lock), Arg::Argv(owner), Arg::MinusOne], counted);
     if left.is_some() {
-        p.push(Step::new(Cmd::PExpire, [Arg::Key(lock), Arg::Argv(lease)], second));
+        p.step(Cmd::PExpire, [Arg::Key(lock), Arg::Argv(lease)], second);
     } else {
-        p.push(Step::new(Cmd::Del, [Arg::Key(lock)], second));
-        p.push(Step::new(publish_cmd(call), [Arg::Key(channel), Arg::Argv(message)], published));
+        p.step(Cmd::Del, [Arg::Key(lock)], second);
+        p.step(publish_cmd(call), [Arg::Key(channel), Arg::Argv(message)], published);
     }
     // The latch keeps the reply: "0" while held, "1" once released.
     let reply = if left.is_some() { 0 } else { 1 };
     if let (Some((k, ms)), Some(d)) = (latch, latch_deadline) {
         let value = if reply == 0 { Arg::Zero } else { Arg::One };
         let effect = if effects.is_ok() { Effect::Latch { deadline: d } } else { Effect::None };
-        p.push(Step::new(Cmd::Set, [Arg::Key(k), value, Arg::Px, Arg::Argv(ms)], effect));
+        p.step(Cmd::Set, [Arg::Key(k), value, Arg::Px, Arg::Argv(ms)], effect);
     }
     p.then = match effects {
         Ok(_) => Then::Reply(Reply::Int(reply)),
@@ -265,18 +266,18 @@ fn force_unlock(call: &Call, keys: &mut impl Keys, p: &mut Plan) -> Result<(), Q
     let (lock, channel, message) =
         (key(call, Role::Lock)?, key(call, Role::Channel)?, arg(call, Role::Message)?);
     // DEL works on any type.
-    if !keys.exists() {
+    if !keys.exists(lock as usize) {
         // DEL of a missing key writes nothing, but the server refuses it all the same.
-        p.push(Step::read(Cmd::Del, [Arg::Key(lock)]));
+        p.read(Cmd::Del, [Arg::Key(lock)]);
         p.then = Then::Reply(Reply::Int(0));
         return Ok(());
     }
     let cmd = publish_cmd(call);
-    if !publish_ok(cmd, keys) {
+    if !publish_ok(cmd, keys, lock, channel) {
         return Err(Quirk::CrossSlotPublish);
     }
-    p.push(Step::new(Cmd::Del, [Arg::Key(lock)], Effect::Delete));
-    p.push(Step::new(cmd, [Arg::Key(channel), Arg::Argv(message)], Effect::Release { lock }));
+    p.step(Cmd::Del, [Arg::Key(lock)], Effect::Delete);
+    p.step(cmd, [Arg::Key(channel), Arg::Argv(message)], Effect::Release { lock });
     p.then = Then::Reply(Reply::Int(1));
     Ok(())
 }
@@ -284,50 +285,61 @@ fn force_unlock(call: &Call, keys: &mut impl Keys, p: &mut Plan) -> Result<(), Q
 fn renew(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<(), Quirk> {
     let lease = arg(call, Role::Lease)?;
     let n = call.units;
+    let ((k0, ks), (o0, os)) = (
+        call.unit_slots(Role::Lock).ok_or(Quirk::Layout)?,
+        call.unit_slots(Role::Owner).ok_or(Quirk::Layout)?,
+    );
+    let unit =
+        |u: usize| -> Result<(u32, u32), Quirk> { Ok((slot(unit(k0, ks, u))?, slot(unit(o0, os, u))?)) };
     // HEXISTS on a key of another type raises an error: every key is read before any write.
-    let mut held = Vec::with_capacity(n);
+    // `renewed` holds whether each key is held, then whether the path renews it.
+    let mut renewed = Vec::with_capacity(n);
     for u in 0..n {
-        held.push(state::renew(&keys.held(u)).map_err(refused)?);
+        let (k, o) = unit(u)?;
+        renewed.push(i64::from(state::renew(&keys.held(k as usize, o as usize)).map_err(refused)?));
     }
     let ms = match call.lease {
         Some(ms) => ms,
         // PEXPIRE fails on a lease that is not an integer, if the script reaches it.
-        None if held.contains(&true) => return Err(Quirk::LeaseNotInteger),
+        None if renewed.contains(&1) => return Err(Quirk::LeaseNotInteger),
         None => 0,
     };
-    // A lease > 0 whose deadline overflows fails once the path is checked (as today's
-    // behaviour: even when no key is held).
+    // A lease > 0 whose deadline overflows fails once the path is checked (even when no key
+    // is held, as before).
     let until = if ms > 0 { Some(deadline(now, ms)) } else { None };
     p.steps.reserve(2 * n);
     // PEXPIRE <= 0 deletes each lock renewed: a key named twice is not held the second time.
     let mut deleted: Vec<&[u8]> = Vec::new();
-    let mut renewed = Vec::with_capacity(n);
-    for (u, was_held) in held.into_iter().enumerate() {
-        let (k, o) = (slot(call.unit_key_index(u, Role::Lock))?, slot(call.unit_arg_index(u, Role::Owner))?);
-        p.push(Step::read(Cmd::HExists, [Arg::Key(k), Arg::Argv(o)]));
-        let name = call.key(k as usize).unwrap_or_default();
-        let is_held = was_held && (until.is_some() || !deleted.contains(&name));
-        if is_held {
-            let effect = match until {
-                Some(Ok(d)) => Effect::Lease { deadline: d, fresh: false },
-                Some(Err(_)) => Effect::None,
-                None => {
-                    deleted.push(name);
-                    Effect::Delete
-                }
-            };
-            p.push(Step::new(Cmd::PExpire, [Arg::Key(k), Arg::Argv(lease)], effect));
+    for (u, held) in renewed.iter_mut().enumerate() {
+        let (k, o) = unit(u)?;
+        p.read(Cmd::HExists, [Arg::Key(k), Arg::Argv(o)]);
+        if *held == 0 {
+            continue;
         }
-        renewed.push(i64::from(is_held));
+        let effect = match until {
+            Some(Ok(d)) => Effect::Lease { deadline: d, fresh: false },
+            Some(Err(_)) => Effect::None,
+            None => {
+                let name = call.key(k as usize).unwrap_or_default();
+                if deleted.contains(&name) {
+                    *held = 0;
+                    continue;
+                }
+                deleted.push(name);
+                Effect::Delete
+            }
+        };
+        p.step(Cmd::PExpire, [Arg::Key(k), Arg::Argv(lease)], effect);
     }
-    let reply = match (call.layout.each.is_some(), renewed.first()) {
-        (true, _) => Reply::Ints(renewed),
-        (false, first) => Reply::Int(first.copied().unwrap_or(0)),
+    let reply = if call.layout.each.is_some() {
+        p.ints = renewed;
+        Reply::Ints
+    } else {
+        Reply::Int(renewed.first().copied().unwrap_or(0))
     };
-    let then = match until {
+    p.then = match until {
         Some(Err(q)) => Then::Lua(q),
         _ => Then::Reply(reply),
     };
-    p.then = then;
     Ok(())
 }

@@ -51,11 +51,7 @@ pub const OPS: [OpDef; 10] = [
     def(LockOp::ForceUnlockPublish, "forceunlock-publish", Layout::fixed(&[Lock, Channel], &[Message])),
     def(LockOp::ForceUnlock, "forceunlock", Layout::fixed(&[Lock, Channel], &[Message, PublishCmd])),
     def(LockOp::Renew, "renew", Layout::fixed(&[Lock], &[Lease, Owner])),
-    def(
-        LockOp::RenewBatch,
-        "renew-batch",
-        Layout { keys: &[], args: &[Lease], each: Some((&[Lock], &[Owner])) },
-    ),
+    def(LockOp::RenewBatch, "renew-batch", Layout::repeated(&[], &[Lease], &[Lock], &[Owner])),
     def(LockOp::FencedAcquire, "fenced-acquire", Layout::fixed(&[Lock, Token], &[Lease, Owner])),
     def(LockOp::FencedAcquirePlain, "fenced-acquire-plain", Layout::fixed(&[Lock, Token], &[Lease, Owner])),
 ];

@@ -14,15 +14,16 @@ use crate::logic::lock::script_plans::{self, Counter, Keys, Latch};
 use crate::logic::lock::scripts::LockOp;
 use crate::logic::lock::state::LockView;
 use crate::logic::plan::{Plan, Quirk};
-use crate::logic::scripts::{Call, Op, Role};
+use crate::logic::scripts::{Call, Op};
 use crate::module::cluster;
 use crate::module::scripts::plan::{self, Argv, Handles, Waiters};
 use crate::module::wait;
 
 /// Run lock operation `op` for `call`. `Err`: the call runs in Lua; nothing was written.
+#[inline]
 pub fn run(ctx: Ctx, op: Op, call: &Call, a: &Argv, now: i64) -> Result<(), Quirk> {
     let op = LockOp::of(op).ok_or(Quirk::Layout)?;
-    let mut keys = Handles::new(ctx);
+    let mut keys = Handles::new(ctx, call.numkeys);
     let mut plan = Plan::new();
     script_plans::plan(op, call, now, &mut Reads { ctx, a, call, keys: &mut keys, now }, &mut plan)?;
     plan::run::<LockWaiters>(ctx, a, &mut keys, &plan, now)
@@ -72,6 +73,7 @@ struct Reads<'r, 'a> {
 }
 
 /// The lock key for `owner`, its count as HINCRBY reads it (any integer; `Err` when not one).
+#[inline]
 fn view(key: &Key, owner: RStr) -> LockView {
     match key.kind() {
         KeyKind::Empty => LockView::Free,
@@ -83,24 +85,19 @@ fn view(key: &Key, owner: RStr) -> LockView {
 }
 
 impl Reads<'_, '_> {
-    fn key_slot(&self, role: Role) -> Option<usize> {
-        self.call.key_index(role)
-    }
-    fn owner(&self) -> Option<RStr> {
-        self.a.arg(self.call.arg_index(Role::Owner)?)
-    }
-    fn open(&mut self, role: Role) -> Option<(&Key, RStr)> {
-        let i = self.key_slot(role)?;
+    /// KEYS slot `i`, opened, with its name.
+    fn open(&mut self, i: usize) -> Option<(&Key, RStr)> {
         let name = self.a.key(i)?;
         Some((self.keys.open(self.a, i)?, name))
     }
 }
 
 impl Keys for Reads<'_, '_> {
-    fn for_acquire(&mut self) -> (LockView, Option<i64>) {
+    #[inline]
+    fn for_acquire(&mut self, lock: usize, owner: usize) -> (LockView, Option<i64>) {
         let (ctx, now) = (self.ctx, self.now);
-        let Some(owner) = self.owner() else { return (LockView::WrongType, None) };
-        let Some((key, name)) = self.open(Role::Lock) else { return (LockView::WrongType, None) };
+        let Some(owner) = self.a.arg(owner) else { return (LockView::WrongType, None) };
+        let Some((key, name)) = self.open(lock) else { return (LockView::WrongType, None) };
         // LOCK.* waiters go first: a lock freed behind their back belongs to the head of the
         // queue; a lock kept for another script owner's turn is not free for this one.
         let mut waiting = None;
@@ -110,26 +107,22 @@ impl Keys for Reads<'_, '_> {
         (view(key, owner), waiting)
     }
 
-    fn lock(&mut self) -> LockView {
-        let Some(owner) = self.owner() else { return LockView::WrongType };
-        self.open(Role::Lock).map_or(LockView::WrongType, |(key, _)| view(key, owner))
+    fn lock(&mut self, lock: usize, owner: usize) -> LockView {
+        let Some(owner) = self.a.arg(owner) else { return LockView::WrongType };
+        self.open(lock).map_or(LockView::WrongType, |(key, _)| view(key, owner))
     }
 
-    fn pttl(&mut self) -> i64 {
-        self.open(Role::Lock).map_or(-2, |(key, _)| key.pttl())
+    fn pttl(&mut self, lock: usize) -> i64 {
+        self.open(lock).map_or(-2, |(key, _)| key.pttl())
     }
 
-    fn exists(&mut self) -> bool {
-        self.open(Role::Lock).is_some_and(|(key, _)| key.kind() != KeyKind::Empty)
+    fn exists(&mut self, lock: usize) -> bool {
+        self.open(lock).is_some_and(|(key, _)| key.kind() != KeyKind::Empty)
     }
 
-    fn held(&mut self, u: usize) -> LockView {
-        let (Some(k), Some(o)) =
-            (self.call.unit_key_index(u, Role::Lock), self.call.unit_arg_index(u, Role::Owner))
-        else {
-            return LockView::WrongType;
-        };
-        let (Some(owner), Some(key)) = (self.a.arg(o), self.keys.open(self.a, k)) else {
+    #[inline]
+    fn held(&mut self, lock: usize, owner: usize) -> LockView {
+        let (Some(owner), Some((key, _))) = (self.a.arg(owner), self.open(lock)) else {
             return LockView::WrongType;
         };
         match key.kind() {
@@ -139,8 +132,8 @@ impl Keys for Reads<'_, '_> {
         }
     }
 
-    fn token(&mut self) -> Counter {
-        let Some((key, _)) = self.open(Role::Token) else { return Counter::WrongType };
+    fn token(&mut self, token: usize) -> Counter {
+        let Some((key, _)) = self.open(token) else { return Counter::WrongType };
         match key.kind() {
             KeyKind::Empty => Counter::Absent,
             _ if key.is_string() => {
@@ -150,8 +143,8 @@ impl Keys for Reads<'_, '_> {
         }
     }
 
-    fn latch(&mut self) -> Latch {
-        let Some((key, _)) = self.open(Role::Latch) else { return Latch::WrongType };
+    fn latch(&mut self, latch: usize) -> Latch {
+        let Some((key, _)) = self.open(latch) else { return Latch::WrongType };
         match key.kind() {
             KeyKind::Empty => Latch::Absent,
             // `return tonumber(value)`: nil for what Lua does not convert.
@@ -162,13 +155,8 @@ impl Keys for Reads<'_, '_> {
         }
     }
 
-    fn channel_in_lock_slot(&mut self) -> bool {
-        let (Some(lock), Some(channel)) = (
-            self.key_slot(Role::Lock).and_then(|i| self.call.key(i)),
-            self.key_slot(Role::Channel).and_then(|i| self.call.key(i)),
-        ) else {
-            return false;
-        };
+    fn channel_in_lock_slot(&mut self, lock: usize, channel: usize) -> bool {
+        let (Some(lock), Some(channel)) = (self.call.key(lock), self.call.key(channel)) else { return false };
         !cluster::enabled() || cluster::key_slot(lock) == cluster::key_slot(channel)
     }
 }

@@ -37,9 +37,7 @@ impl<'a> Argv<'a> {
     /// KEYS slot `i`.
     #[inline]
     pub fn key(&self, i: usize) -> Option<RStr> {
-        if i >= self.numkeys {
-            return None;
-        }
+        // Slots come from the parsed call, whose shape the strings have (`Argv::of`).
         self.strs.get(FIRST_KEY + i).copied()
     }
 
@@ -90,8 +88,13 @@ pub struct Handles {
 }
 
 impl Handles {
-    pub fn new(ctx: Ctx) -> Handles {
-        Handles { ctx, few: [const { None }; 3], more: Vec::new() }
+    /// Room for `numkeys` handles (allocated once, for a call of more than three keys).
+    pub fn new(ctx: Ctx, numkeys: usize) -> Handles {
+        let mut more = Vec::new();
+        if numkeys > 3 {
+            more.resize_with(numkeys - 3, || None);
+        }
+        Handles { ctx, few: [const { None }; 3], more }
     }
 
     /// The handle of KEYS slot `i`, opened (for writing) on first use.
@@ -100,12 +103,7 @@ impl Handles {
         let ctx = self.ctx;
         let slot = match i.checked_sub(self.few.len()) {
             None => self.few.get_mut(i)?,
-            Some(j) => {
-                if self.more.len() <= j {
-                    self.more.resize_with(j + 1, || None);
-                }
-                self.more.get_mut(j)?
-            }
+            Some(j) => self.more.get_mut(j)?,
         };
         if slot.is_none() {
             *slot = Some(Key::write(ctx, a.key(i)?));
@@ -146,20 +144,20 @@ pub fn run<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, plan: &Plan, now:
         rm::reply_error(ctx, &e.reply());
         return Ok(());
     }
-    let reply = match &plan.then {
+    let reply = match plan.then {
         Then::Reply(r) => r,
-        Then::Lua(q) => return Err(*q),
+        Then::Lua(q) => return Err(q),
     };
     for s in plan.steps.iter() {
         apply::<W>(ctx, a, keys, s, now);
     }
     match reply {
         Reply::Nil => rm::reply_null(ctx),
-        Reply::Int(n) => rm::reply_int(ctx, *n),
-        Reply::Pair(x, y) => rm::reply_pair(ctx, *x, *y),
-        Reply::Ints(v) => {
-            rm::reply_array(ctx, v.len());
-            for n in v {
+        Reply::Int(n) => rm::reply_int(ctx, n),
+        Reply::Pair(x, y) => rm::reply_pair(ctx, x, y),
+        Reply::Ints => {
+            rm::reply_array(ctx, plan.ints.len());
+            for n in &plan.ints {
                 rm::reply_int(ctx, *n);
             }
             0
@@ -175,7 +173,7 @@ fn check_script_path(ctx: Ctx, a: &Argv, steps: &Steps) -> Result<(), Error> {
     let probe = a.key(0);
     let Some(user) = a.user else {
         // Every permission: only whether the path writes matters (nothing allocated).
-        return if steps.iter().any(Step::writes) { writes_accepted(ctx, probe) } else { Ok(()) };
+        return if steps.writes() { writes_accepted(ctx, probe) } else { Ok(()) };
     };
     let consts = Consts::new();
     let mut argv: Vec<RStr> = Vec::with_capacity(5);
@@ -208,7 +206,7 @@ fn writes_accepted(ctx: Ctx, probe: Option<RStr>) -> Result<(), Error> {
 
 /// Write one command's effect.
 fn apply<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, s: &Step, now: i64) {
-    if s.effect == Effect::None {
+    if matches!(s.effect, Effect::None) {
         return;
     }
     let args = s.args();
@@ -220,9 +218,6 @@ fn apply<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, s: &Step, now: i64)
     }) else {
         return;
     };
-    if s.effect == Effect::Delete {
-        keys.close_others(a, i);
-    }
     match s.effect {
         Effect::None => {}
         Effect::Count { count, up } => {
@@ -237,6 +232,7 @@ fn apply<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, s: &Step, now: i64)
             }
         }
         Effect::Delete => {
+            keys.close_others(a, i);
             if let Some(key) = keys.open(a, i) {
                 effects::delete(ctx, key, name);
             }
