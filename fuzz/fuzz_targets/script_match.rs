@@ -162,7 +162,7 @@ fn check_plan(op: LockOp, call: &Call, input: &Input, p: &Plan) {
                             let want = if let View::Mine(n) = input.view { n + 1 } else { 1 };
                             assert_eq!(count, want);
                         }
-                        Some(Effect::CountThenGone) => assert!(took && call.lease.is_some_and(|l| l <= 0)),
+                        Some(Effect::CountThenGone) => assert!(took && call.lease().is_some_and(|l| l <= 0)),
                         _ => assert!(matches!(r, Reply::Int(_) | Reply::Pair(_, -1)), "{r:?}"),
                     }
                 }
@@ -231,9 +231,9 @@ fuzz_target!(|input: Input| {
         Some(_) => assert!(n >= 1 && argv.len() == 2 * n + 1, "batch matched {n} keys, {} args", argv.len()),
     }
     let (keys, args) = argv.split_at(n);
-    assert_eq!((call.keys, call.args, call.numkeys), (keys, args, n));
-    assert_eq!(call.lease, call.arg_index(Role::Lease).and_then(|i| canonical(args[i])));
-    assert_eq!(call.latch_ms, call.arg_index(Role::LatchMs).and_then(|i| canonical(args[i])).filter(|v| *v > 0));
+    assert_eq!((call.keys, call.args, call.numkeys()), (keys, args, n));
+    assert_eq!(call.lease(), call.arg_index(Role::Lease).and_then(|i| canonical(args[i])));
+    assert_eq!(call.latch_ms(), call.arg_index(Role::LatchMs).and_then(|i| canonical(args[i])).filter(|v| *v > 0));
     if let Some(i) = call.arg_index(Role::PublishCmd) {
         let sharded = args[i].eq_ignore_ascii_case(b"SPUBLISH");
         assert!(sharded || args[i].eq_ignore_ascii_case(b"PUBLISH"));

@@ -298,21 +298,15 @@ pub enum Mismatch {
     Argument,
 }
 
-/// A call that matched its layout. Byte slices borrow the argv.
+/// A call that matched its layout. Byte slices borrow the argv; the typed slots (lease, latch
+/// time) are read where a transition uses them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call<'a> {
     pub layout: &'static Layout,
-    pub numkeys: usize,
     pub keys: &'a [&'a [u8]],
     pub args: &'a [&'a [u8]],
     /// How many times the layout's repeated tail occurs (1 without one).
     pub units: usize,
-    /// The [`Role::Lease`] slot as PEXPIRE takes it: any integer (<= 0 deletes the key), `None`
-    /// when not one (the script fails if it reaches PEXPIRE with it) or without such a slot.
-    pub lease: Option<i64>,
-    /// The [`Role::LatchMs`] slot as SET PX takes it: a positive integer, else `None` (whether
-    /// `now + ms` overflows is checked when it runs).
-    pub latch_ms: Option<i64>,
     /// The [`Role::PublishCmd`] slot, `None` without one.
     pub publish: Option<Publish>,
 }
@@ -339,16 +333,11 @@ pub fn parse<'a>(layout: &'static Layout, rest: &'a [&'a [u8]]) -> Result<Call<'
         return Err(Mismatch::Shape);
     }
     let (keys, args) = rest.split_at_checked(n).ok_or(Mismatch::Shape)?;
-    let mut call = Call { layout, numkeys: n, keys, args, units, lease: None, latch_ms: None, publish: None };
-    for (role, b) in layout.args.iter().zip(args) {
-        match role {
-            Role::Lease => call.lease = parse_i64(b),
-            Role::LatchMs => call.latch_ms = parse_i64(b).filter(|v| *v > 0),
-            Role::PublishCmd => call.publish = Some(publish_cmd(b).ok_or(Mismatch::Argument)?),
-            _ => {}
-        }
-    }
-    Ok(call)
+    let publish = match position(&layout.fixed_at, Role::PublishCmd).and_then(|i| args.get(i)) {
+        Some(b) => Some(publish_cmd(b).ok_or(Mismatch::Argument)?),
+        None => None,
+    };
+    Ok(Call { layout, keys, args, units, publish })
 }
 
 /// Slot `first + u * stride` (a fixed slot, stride 0, is unit 0's only).
@@ -360,6 +349,22 @@ pub fn unit(first: usize, stride: usize, u: usize) -> Option<usize> {
 }
 
 impl Call<'_> {
+    pub fn numkeys(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The [`Role::Lease`] slot as PEXPIRE takes it: any integer (<= 0 deletes the key), `None`
+    /// when not one (the script fails if it reaches PEXPIRE with it) or without such a slot.
+    pub fn lease(&self) -> Option<i64> {
+        parse_i64(self.arg(self.arg_index(Role::Lease)?)?)
+    }
+
+    /// The [`Role::LatchMs`] slot as SET PX takes it: a positive integer, else `None` (whether
+    /// `now + ms` overflows is checked when it runs).
+    pub fn latch_ms(&self) -> Option<i64> {
+        parse_i64(self.arg(self.arg_index(Role::LatchMs)?)?).filter(|v| *v > 0)
+    }
+
     /// The KEYS index of a fixed `role`.
     #[inline]
     pub fn key_index(&self, role: Role) -> Option<usize> {
@@ -447,7 +452,7 @@ mod tests {
     #[test]
     fn fixed_layouts_match_exactly() {
         let ok = parse(&FIXED, argv(&["2", "k", "c", "0", "spublish"])).expect("match");
-        assert_eq!((ok.numkeys, ok.units, ok.publish), (2, 1, Some(Publish::SPublish)));
+        assert_eq!((ok.numkeys(), ok.units, ok.publish), (2, 1, Some(Publish::SPublish)));
         assert_eq!(
             (ok.key(ok.key_index(Role::Channel).unwrap()), ok.arg(0)),
             (Some(&b"c"[..]), Some(&b"0"[..]))
@@ -468,7 +473,7 @@ mod tests {
     #[test]
     fn a_repeated_tail_is_counted_from_numkeys() {
         let b = parse(&BATCH, argv(&["2", "a", "b", "x", "oa", "ob"])).expect("match");
-        assert_eq!((b.units, b.lease), (2, None));
+        assert_eq!((b.units, b.lease()), (2, None));
         assert_eq!((b.unit_key_index(1, Role::Lock), b.unit_arg_index(1, Role::Owner)), (Some(1), Some(2)));
         assert_eq!(b.arg_index(Role::Lease), Some(0));
         assert_eq!((b.unit_slots(Role::Lock), b.unit_slots(Role::Owner)), (Some((0, 1)), Some((1, 1))));

@@ -148,7 +148,7 @@ fn acquire(op: LockOp, call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan
             return Ok(());
         }
     };
-    let ms = call.lease.ok_or(Quirk::LeaseNotInteger)?;
+    let ms = call.lease().ok_or(Quirk::LeaseNotInteger)?;
     let (counted, leased) = count_and_lease(count, true, ms, now, view == LockView::Free)?;
     // The fenced scripts INCR the token counter: checked before anything is written.
     let token = match call.key_index(Role::Token) {
@@ -224,14 +224,14 @@ fn unlock(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<(
         state::Release::Free => None,
     };
     let latch_deadline = match latch {
-        Some(_) => Some(deadline(now, call.latch_ms.ok_or(Quirk::LatchMs)?)?),
+        Some(_) => Some(deadline(now, call.latch_ms().ok_or(Quirk::LatchMs)?)?),
         None => None,
     };
     // What the path writes, or the quirk its PEXPIRE / SPUBLISH fails on (Lua, past the path).
     let effects = match left {
         // PEXPIRE <= 0 deletes the lock, which is still held: no release message.
         Some(n) => call
-            .lease
+            .lease()
             .ok_or(Quirk::LeaseNotInteger)
             .and_then(|ms| count_and_lease(n, false, ms, now, false))
             .map(|(c, l)| [c, l, Effect::None]),
@@ -298,7 +298,7 @@ fn renew(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<()
         let (k, o) = unit(u)?;
         renewed.push(i64::from(state::renew(&keys.held(k as usize, o as usize)).map_err(refused)?));
     }
-    let ms = match call.lease {
+    let ms = match call.lease() {
         Some(ms) => ms,
         // PEXPIRE fails on a lease that is not an integer, if the script reaches it.
         None if renewed.contains(&1) => return Err(Quirk::LeaseNotInteger),

@@ -217,7 +217,7 @@ mod tests {
     fn exact_shapes_only() {
         let ok = parse(layout(LockOp::Acquire), argv(&["1", "k", "30000", "me:1"])).expect("match");
         assert_eq!(
-            (ok.keys, ok.args, ok.lease),
+            (ok.keys, ok.args, ok.lease()),
             (&[&b"k"[..]][..], &[&b"30000"[..], b"me:1"][..], Some(30000))
         );
         for bad in [
@@ -234,14 +234,14 @@ mod tests {
             [("1.5", None), ("x", None), ("+5", None), ("", None), ("0", Some(0)), ("-1", Some(-1))]
         {
             let c = parse(layout(LockOp::Acquire), argv(&["1", "k", lease, "o"])).expect(lease);
-            assert_eq!(c.lease, want, "{lease}");
+            assert_eq!(c.lease(), want, "{lease}");
         }
         let u: Call = parse(
             layout(LockOp::UnlockLatch),
             argv(&["3", "k", "c", "l", "0", "100", "o", "spublish", "13500"]),
         )
         .expect("match");
-        assert_eq!((u.lease, u.publish, u.latch_ms), (Some(100), Some(Publish::SPublish), Some(13500)));
+        assert_eq!((u.lease(), u.publish, u.latch_ms()), (Some(100), Some(Publish::SPublish), Some(13500)));
         assert_eq!(
             parse(layout(LockOp::Unlock), argv(&["2", "k", "c", "0", "100", "o", "RPUSH"])),
             Err(Mismatch::Argument),
@@ -249,10 +249,10 @@ mod tests {
         );
         let z =
             parse(layout(LockOp::UnlockLatch), argv(&["3", "k", "c", "l", "0", "100", "o", "PUBLISH", "0"]));
-        assert_eq!(z.map(|c| c.latch_ms), Ok(None), "latch ms SET PX refuses: known when it runs");
+        assert_eq!(z.map(|c| c.latch_ms()), Ok(None), "latch ms SET PX refuses: known when it runs");
         let b =
             parse(layout(LockOp::RenewBatch), argv(&["2", "a", "b", "30000", "oa", "ob"])).expect("batch");
-        assert_eq!((b.units, b.lease, b.unit_arg_index(1, Role::Owner)), (2, Some(30000), Some(2)));
+        assert_eq!((b.units, b.lease(), b.unit_arg_index(1, Role::Owner)), (2, Some(30000), Some(2)));
         for bad in [&["0", "30000"][..], &["2", "a", "b", "30000", "oa"], &[]] {
             assert_eq!(parse(layout(LockOp::RenewBatch), argv(bad)), Err(Mismatch::Shape), "{bad:?}");
         }

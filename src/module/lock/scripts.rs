@@ -23,7 +23,7 @@ use crate::module::wait;
 #[inline]
 pub fn run(ctx: Ctx, op: Op, call: &Call, a: &Argv, now: i64) -> Result<(), Quirk> {
     let op = LockOp::of(op).ok_or(Quirk::Layout)?;
-    let mut keys = Handles::new(ctx, call.numkeys);
+    let mut keys = Handles::new(ctx, call.numkeys());
     let mut plan = Plan::new();
     script_plans::plan(op, call, now, &mut Reads { ctx, a, call, keys: &mut keys, now }, &mut plan)?;
     plan::run::<LockWaiters>(ctx, a, &mut keys, &plan, now)

@@ -27,11 +27,7 @@ impl<'a> Argv<'a> {
     /// that every slot a plan takes from the call is there.
     pub fn of(strs: &'a [RStr], call: &Call, user: Option<&'a User>) -> Option<Argv<'a>> {
         let len = FIRST_KEY.checked_add(call.keys.len())?.checked_add(call.args.len())?;
-        (strs.len() == len && call.numkeys == call.keys.len()).then_some(Argv {
-            strs,
-            numkeys: call.numkeys,
-            user,
-        })
+        (strs.len() == len).then_some(Argv { strs, numkeys: call.numkeys(), user })
     }
 
     /// KEYS slot `i`.
