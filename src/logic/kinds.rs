@@ -23,7 +23,7 @@ pub const N_OPS: usize = {
 };
 
 /// Every operation of every kind; an [`OpId`] is an index into it.
-pub const OPS: [OpDef; N_OPS] = {
+pub static OPS: [OpDef; N_OPS] = {
     const NONE: OpDef =
         OpDef { op: Op { object: Object::Lock, code: u8::MAX }, name: "", layout: Layout::fixed(&[], &[]) };
     let mut out = [NONE; N_OPS];
