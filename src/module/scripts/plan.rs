@@ -133,7 +133,7 @@ pub trait Waiters {
 pub fn run<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, plan: &Plan, now: i64) -> Result<(), Quirk> {
     // KEYS[1] is the write refusal's probe (every slot a plan names comes from the parsed call,
     // whose shape the argv has: `Argv::of`).
-    if a.key(0).is_none() {
+    if a.numkeys == 0 {
         return Err(Quirk::Layout);
     }
     if let Err(e) = check_script_path(ctx, a, &plan.steps) {
