@@ -81,6 +81,8 @@ pub struct Handles {
     ctx: Ctx,
     few: [Option<Key>; 3],
     more: Vec<Option<Key>>,
+    /// How many handles were opened.
+    opened: usize,
 }
 
 impl Handles {
@@ -90,7 +92,7 @@ impl Handles {
         if numkeys > 3 {
             more.resize_with(numkeys - 3, || None);
         }
-        Handles { ctx, few: [const { None }; 3], more }
+        Handles { ctx, few: [const { None }; 3], more, opened: 0 }
     }
 
     /// The handle of KEYS slot `i`, opened (for writing) on first use.
@@ -103,6 +105,7 @@ impl Handles {
         };
         if slot.is_none() {
             *slot = Some(Key::write(ctx, a.key(i)?));
+            self.opened += 1;
         }
         slot.as_ref()
     }
@@ -110,6 +113,9 @@ impl Handles {
     /// Before key slot `i` is deleted: close the other handles on the same key while they are
     /// still valid (a handle opened before a deletion must not be used or closed after it).
     fn close_others(&mut self, a: &Argv, i: usize) {
+        if self.opened < 2 {
+            return;
+        }
         let Some(name) = a.key(i) else { return };
         let name = rm::bytes(&name);
         for (j, h) in self.few.iter_mut().chain(self.more.iter_mut()).enumerate() {
