@@ -33,7 +33,7 @@ pub fn set_lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64) {
     lease(ctx, key, name, deadline, now, false);
 }
 
-#[inline]
+#[inline(always)]
 fn lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64, fresh: bool) {
     // Needed only where the effect goes through the command's argv (it carries NX or XX).
     let had_ttl = replication::pexpireat_in_place().then(|| !fresh && key.deadline().is_some());

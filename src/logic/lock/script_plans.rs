@@ -289,13 +289,16 @@ fn renew(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<()
         call.unit_slots(Role::Lock).ok_or(Quirk::Layout)?,
         call.unit_slots(Role::Owner).ok_or(Quirk::Layout)?,
     );
-    let unit =
-        |u: usize| -> Result<(u32, u32), Quirk> { Ok((slot(unit(k0, ks, u))?, slot(unit(o0, os, u))?)) };
+    // The slots of the last unit fit the call (and a u32), so those of every unit do.
+    let last = n.checked_sub(1).ok_or(Quirk::Layout)?;
+    slot(unit(k0, ks, last))?;
+    slot(unit(o0, os, last))?;
+    let unit = |u: usize| ((k0 + u * ks) as u32, (o0 + u * os) as u32);
     // HEXISTS on a key of another type raises an error: every key is read before any write.
     // `renewed` holds whether each key is held, then whether the path renews it.
     let mut renewed = Vec::with_capacity(n);
     for u in 0..n {
-        let (k, o) = unit(u)?;
+        let (k, o) = unit(u);
         renewed.push(i64::from(state::renew(&keys.held(k as usize, o as usize)).map_err(refused)?));
     }
     let ms = match call.lease() {
@@ -311,7 +314,7 @@ fn renew(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<()
     // PEXPIRE <= 0 deletes each lock renewed: a key named twice is not held the second time.
     let mut deleted: Vec<&[u8]> = Vec::new();
     for (u, held) in renewed.iter_mut().enumerate() {
-        let (k, o) = unit(u)?;
+        let (k, o) = unit(u);
         p.read(Cmd::HExists, [Arg::Key(k), Arg::Argv(o)]);
         if *held == 0 {
             continue;
