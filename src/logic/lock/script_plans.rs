@@ -133,8 +133,9 @@ fn acquire(op: LockOp, call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan
         Some(_) => state::Acquire::Contended,
         None => state::acquire(&view).map_err(refused)?,
     };
+    let free = matches!(view, LockView::Free);
     p.read(Cmd::Exists, [Arg::Key(lock)]);
-    if view != LockView::Free {
+    if !free {
         p.read(Cmd::HExists, [Arg::Key(lock), Arg::Argv(owner)]);
     }
     let count = match taken {
@@ -149,7 +150,7 @@ fn acquire(op: LockOp, call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan
         }
     };
     let ms = call.lease().ok_or(Quirk::LeaseNotInteger)?;
-    let (counted, leased) = count_and_lease(count, true, ms, now, view == LockView::Free)?;
+    let (counted, leased) = count_and_lease(count, true, ms, now, free)?;
     // The fenced scripts INCR the token counter: checked before anything is written.
     let token = match call.key_index(Role::Token) {
         None => None,

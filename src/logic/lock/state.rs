@@ -36,7 +36,11 @@ pub fn parse_count(raw: &[u8]) -> Result<i64, Error> {
 }
 
 fn my_count(mine: &Option<Result<i64, Error>>) -> Result<Option<i64>, Error> {
-    mine.clone().transpose()
+    match mine {
+        None => Ok(None),
+        Some(Ok(n)) => Ok(Some(*n)),
+        Some(Err(e)) => Err(e.clone()),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
