@@ -72,7 +72,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     if let Err(e) = config::register(ctx, &arg_bytes, hooks) {
         return fail(context, &e);
     }
-    let commands = module::lock::commands::COMMANDS.iter().chain([&module::lock::scripts::COMMAND]);
+    let commands = module::lock::commands::COMMANDS.iter().chain([&module::scripts::native::COMMAND]);
     if let Err(e) = ffi::command_info::register(ctx, &commands.collect::<Vec<_>>()) {
         return fail(context, &e);
     }

@@ -3,13 +3,18 @@
 //!
 //! - shared by every kind: `args` (integers, deadlines, derived names), `error`, `fence`
 //!   (fencing tokens), `timing` (timer periods), `wait` (the waiter queue and the grant rules
-//!   every kind shares: FIFO, timeouts, script owners' turns)
+//!   every kind shares: FIFO, timeouts, script owners' turns), `scripts` (script rows, the
+//!   table of known scripts, the one parser of a call), `plan` (a natively run script's path
+//!   as data), `kinds` (every kind's script operations and rows, in one list)
 //! - one folder per kind (`lock`: the reentrant lock): its arguments, its transitions, its
-//!   grant policy, its Redisson script rows
+//!   grant policy, its Redisson script rows and their plans
 
 pub mod args;
 pub mod error;
 pub mod fence;
+pub mod kinds;
 pub mod lock;
+pub mod plan;
+pub mod scripts;
 pub mod timing;
 pub mod wait;

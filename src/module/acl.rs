@@ -1,7 +1,7 @@
 //! ACL checks for what the module does on a client's behalf beyond the command the server
-//! checked: the commands a natively run Redisson script would run (with their keys and
-//! channel), the EVAL/EVALSHA the client sent, the FENCE token key, and grants made after a
-//! wait (where the server re-checks its own blocked commands).
+//! checked: the user and the command names for the checks of a natively run script's path
+//! (made by `module/scripts/plan.rs`) and of the EVAL/EVALSHA the client sent, the FENCE token
+//! key, and grants made after a wait (where the server re-checks its own blocked commands).
 //!
 //! Uses `RM_GetCurrentUserName` + `RM_GetModuleUserFromUserName` and the
 //! `RM_ACLCheck*Permissions` calls (all Redis 7.0), detected at run time: without them nothing
@@ -20,41 +20,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, PoisonError};
 
-/// Commands a script may run, by index into [`NAMES`].
-#[derive(Clone, Copy)]
-pub enum Cmd {
-    Eval,
-    EvalSha,
-    Exists,
-    HExists,
-    HIncrBy,
-    PExpire,
-    PTtl,
-    Del,
-    Get,
-    Set,
-    Incr,
-    Publish,
-    SPublish,
-    LockAcquire,
-}
+/// The commands checked on a client's behalf (`logic/plan.rs`), their names by index into
+/// [`NAMES`].
+pub use crate::logic::plan::Cmd;
 
-const NAME_TEXT: [&[u8]; 14] = [
-    b"eval",
-    b"evalsha",
-    b"exists",
-    b"hexists",
-    b"hincrby",
-    b"pexpire",
-    b"pttl",
-    b"del",
-    b"get",
-    b"set",
-    b"incr",
-    b"publish",
-    b"spublish",
-    b"lock.acquire",
-];
+const NAME_TEXT: [&[u8]; Cmd::ALL.len()] = Cmd::TEXT;
 
 /// The command names (and "px"), created once and never freed.
 static NAMES: LazyLock<Vec<StaticStr>> =
@@ -286,87 +256,6 @@ pub fn may_publish_release(ctx: Ctx, lock: &[u8]) -> Result<(), Error> {
         denied();
         Err(Error::PublishDenied)
     }
-}
-
-// ---- one step of a script's path ------------------------------------------------------------
-
-/// A command the script runs: its name and arguments, and whether it writes.
-#[derive(Clone, Copy)]
-pub struct Step<'a> {
-    pub cmd: RStr,
-    pub args: &'a [RStr],
-    pub write: bool,
-}
-
-impl<'a> Step<'a> {
-    pub fn read(cmd: Cmd, args: &'a [RStr]) -> Step<'a> {
-        Step { cmd: name(cmd), args, write: false }
-    }
-    pub fn write(cmd: Cmd, args: &'a [RStr]) -> Step<'a> {
-        Step { cmd: name(cmd), args, write: true }
-    }
-}
-
-/// The steps of a path. For a user with every permission only whether the path writes is
-/// kept (nothing to check per command, nothing allocated).
-pub struct Path<'a> {
-    record: bool,
-    writes: bool,
-    steps: Vec<Step<'a>>,
-}
-
-impl<'a> Path<'a> {
-    pub fn new(record: bool) -> Path<'a> {
-        Path { record, writes: false, steps: Vec::new() }
-    }
-    pub fn of(record: bool, steps: &[Step<'a>]) -> Path<'a> {
-        let mut p = Path::new(record);
-        for s in steps {
-            p.push(*s);
-        }
-        p
-    }
-    pub fn push(&mut self, s: Step<'a>) {
-        if self.record {
-            self.steps.push(s);
-        } else {
-            self.writes |= s.write;
-        }
-    }
-}
-
-/// Check the steps of a path in order, as Lua would run them: each command's ACL, and the
-/// server's write refusal at the first write. `Err` is the error reply; nothing was written.
-pub fn check_path(ctx: Ctx, user: Option<&User>, probe_key: RStr, path: &Path) -> Result<(), Error> {
-    if !path.record {
-        if path.writes {
-            if let Some(e) = crate::module::writes::refused(ctx, probe_key) {
-                stats::WRITES_REFUSED.inc();
-                return Err(Error::Refused(e));
-            }
-        }
-        return Ok(());
-    }
-    let mut argv: Vec<RStr> = Vec::new();
-    let mut wrote = false;
-    for s in &path.steps {
-        if let Some(u) = user {
-            argv.clear();
-            argv.push(s.cmd);
-            argv.extend_from_slice(s.args);
-            if !u.may_run(&argv) {
-                return Err(inner_denied(u, s.cmd));
-            }
-        }
-        if s.write && !wrote {
-            wrote = true;
-            if let Some(e) = crate::module::writes::refused(ctx, probe_key) {
-                stats::WRITES_REFUSED.inc();
-                return Err(Error::Refused(e));
-            }
-        }
-    }
-    Ok(())
 }
 
 // ---- waiting users ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 //! Writes to a lock key together with their effects: replication to replicas and the AOF as
-//! plain commands (HINCRBY, PEXPIREAT with the absolute deadline, DEL, PUBLISH), the keyspace
-//! notifications the native commands would fire, WATCH invalidation, and the release message.
+//! plain commands (HINCRBY, PEXPIREAT with the absolute deadline, DEL, PUBLISH, SET ... PXAT),
+//! the keyspace notifications the native commands would fire, WATCH invalidation, and the
+//! release message.
 
 use crate::ffi::key::Key;
 use crate::ffi::replication;
@@ -8,7 +9,7 @@ use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
 use crate::registry::config::{self, PublishMode};
 use crate::registry::stats;
 
-use crate::ffi::rm::{NOTIFY_GENERIC, NOTIFY_HASH};
+use crate::ffi::rm::{NOTIFY_GENERIC, NOTIFY_HASH, NOTIFY_STRING};
 
 /// Set `owner`'s hold count to `count`; the replicated change is `HINCRBY key owner delta`
 /// where `delta` is +1 or -1.
@@ -33,17 +34,39 @@ pub fn set_lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64) {
     lease(ctx, key, name, deadline, now, false);
 }
 
-/// The lease of a key this command has just created (it had no TTL).
-pub fn set_first_lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64) {
-    lease(ctx, key, name, deadline, now, true);
-}
-
+#[inline(always)]
 fn lease(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64, fresh: bool) {
     // Needed only where the effect goes through the command's argv (it carries NX or XX).
     let had_ttl = replication::pexpireat_in_place().then(|| !fresh && key.deadline().is_some());
     key.set_deadline(deadline, now);
     replication::pexpireat(ctx, name, deadline, had_ttl);
     rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);
+}
+
+/// The lease a script's PEXPIRE sets (after its HINCRBY, if any), then WATCH is told; `fresh`:
+/// the key was just created.
+#[inline]
+pub fn rearm(ctx: Ctx, key: &Key, name: RStr, deadline: i64, now: i64, fresh: bool) {
+    lease(ctx, key, name, deadline, now, fresh);
+    rm::signal_modified(ctx, name);
+}
+
+/// The event of a script's HINCRBY on a key the script deletes next: the count itself is never
+/// written (the deletion follows, with its own effects).
+pub fn hincrby_event(ctx: Ctx, name: RStr) {
+    rm::notify(ctx, NOTIFY_HASH, c"hincrby", name);
+}
+
+/// A Redisson unlock latch: `SET latch 0|1 PX ms` (`released`: "1"), replicated as SET ... PXAT,
+/// with the events SET fires.
+pub fn set_latch(ctx: Ctx, key: &Key, name: RStr, released: bool, deadline: i64, now: i64) {
+    let v = if released { rm::one() } else { rm::zero() };
+    key.string_set(v.ptr());
+    key.set_deadline(deadline, now);
+    rm::replicate_set(ctx, name, v.ptr(), Some(deadline));
+    rm::notify(ctx, NOTIFY_STRING, c"set", name);
+    rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);
+    rm::signal_modified(ctx, name);
 }
 
 /// A hold to write: `owner` with `count` holds until `deadline` (computed at `now`); `fresh`:

@@ -1,5 +1,6 @@
 //! The fencing-token key of a lock (`LOCK.ACQUIRE ... FENCE`): read and checked before a grant
-//! writes anything, then written with its effects. The token itself is chosen in `fence.rs`.
+//! writes anything, then written with its effects; and the INCR of Redisson's fenced scripts.
+//! The token itself is chosen in `fence.rs`.
 
 use crate::ffi::key::{Key, KeyKind};
 use crate::ffi::rm::{self, Ctx, OwnedStr};
@@ -77,6 +78,19 @@ impl Pending {
         stats::TOKENS_ISSUED.inc();
         self.value
     }
+}
+
+/// A Redisson fenced script's `INCR` of the token counter at `name` (open as `key`): the counter
+/// becomes `value`, its TTL kept; replicated as INCR, with its events.
+pub fn incr(ctx: Ctx, key: &Key, name: crate::ffi::rm::RStr, value: i64, now: i64) {
+    let ttl = key.deadline();
+    key.string_set(OwnedStr::from_i64(value).ptr());
+    if let Some(d) = ttl {
+        key.set_deadline(d, now);
+    }
+    rm::replicate_incr(ctx, name);
+    rm::notify(ctx, crate::ffi::rm::NOTIFY_STRING, c"incrby", name);
+    rm::signal_modified(ctx, name);
 }
 
 /// The last token issued for lock `lock` as LOCK.INFO shows it: `Some(-1)` when there is

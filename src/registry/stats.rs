@@ -2,6 +2,8 @@
 
 use crate::ffi::info::Info;
 use crate::ffi::rm::Ctx;
+use crate::logic::kinds::{self, N_OPS};
+use crate::logic::scripts::OpId;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -111,18 +113,18 @@ pub fn reset() {
     }
 }
 
-/// Native runs and runs left to Lua of each Redisson script kind (`redisson_scripts::KINDS`).
-static REDISSON_NATIVE: [Counter; 10] = [const { Counter::new() }; 10];
-static REDISSON_LUA: [Counter; 10] = [const { Counter::new() }; 10];
+/// Native runs and runs left to Lua of each script operation (by `OpId`, `kinds::OPS`).
+static REDISSON_NATIVE: [Counter; N_OPS] = [const { Counter::new() }; N_OPS];
+static REDISSON_LUA: [Counter; N_OPS] = [const { Counter::new() }; N_OPS];
 
-pub fn redisson_native(kind: crate::logic::lock::scripts::Kind) {
-    if let Some(c) = REDISSON_NATIVE.get(kind.index()) {
+pub fn redisson_native(op: OpId) {
+    if let Some(c) = REDISSON_NATIVE.get(op.0) {
         c.inc();
     }
 }
 
-pub fn redisson_lua(kind: crate::logic::lock::scripts::Kind) {
-    if let Some(c) = REDISSON_LUA.get(kind.index()) {
+pub fn redisson_lua(op: OpId) {
+    if let Some(c) = REDISSON_LUA.get(op.0) {
         c.inc();
     }
 }
@@ -133,8 +135,8 @@ fn write_info(info: &mut Info) {
     for (name, c) in FIELDS {
         info.field(name, c.get());
     }
-    for (i, kind) in crate::logic::lock::scripts::KINDS.iter().enumerate() {
-        let base = kind.name().replace('-', "_");
+    for (i, op) in kinds::OPS.iter().enumerate() {
+        let base = op.name.replace('-', "_");
         for (suffix, counters) in [("native", &REDISSON_NATIVE), ("lua", &REDISSON_LUA)] {
             let n = counters.get(i).map_or(0, Counter::get);
             if let Ok(name) = std::ffi::CString::new(format!("redisson_{base}_{suffix}")) {

@@ -2,5 +2,8 @@
 
 pub mod args;
 pub mod policy;
+#[cfg(test)]
+mod script_plan_tests;
+pub mod script_plans;
 pub mod scripts;
 pub mod state;

@@ -16,6 +16,15 @@ pub enum LockView {
     WrongType,
 }
 
+impl LockView {
+    /// A hash seen through HEXISTS, as Redisson's renew scripts look at it: whether the caller's
+    /// field is present, its count never read (a present field reads as one hold, so [`renew`]
+    /// answers as the script does, also for a count that is not a number).
+    pub fn field(present: bool) -> LockView {
+        LockView::Hash { mine: present.then_some(Ok(1)) }
+    }
+}
+
 use crate::logic::error::Error;
 
 /// A hold count as HINCRBY writes it: a decimal integer >= 1.
@@ -27,7 +36,11 @@ pub fn parse_count(raw: &[u8]) -> Result<i64, Error> {
 }
 
 fn my_count(mine: &Option<Result<i64, Error>>) -> Result<Option<i64>, Error> {
-    mine.clone().transpose()
+    match mine {
+        None => Ok(None),
+        Some(Ok(n)) => Ok(Some(*n)),
+        Some(Err(e)) => Err(e.clone()),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,14 +76,18 @@ pub enum Release {
     Free,
 }
 
+/// A count of 1 (or, as a Redisson unlock script reads HINCRBY's answer, anything <= 1) is the
+/// last hold; a count that cannot be decremented is corrupt.
 pub fn release(view: &LockView) -> Result<Release, Error> {
     match view {
         LockView::Free => Ok(Release::NotOwner),
         LockView::WrongType => Err(Error::WrongType),
         LockView::Hash { mine } => Ok(match my_count(mine)? {
             None => Release::NotOwner,
-            Some(1) => Release::Free,
-            Some(n) => Release::Decrement { new_count: n - 1 },
+            Some(n) => match n.checked_sub(1).ok_or(Error::CorruptCount)? {
+                left if left > 0 => Release::Decrement { new_count: left },
+                _ => Release::Free,
+            },
         }),
     }
 }
@@ -112,6 +129,12 @@ mod tests {
         assert_eq!(release(&held("5")), Ok(Release::Decrement { new_count: 4 }));
         assert_eq!(release(&held("-1")), Err(Error::CorruptCount));
         assert_eq!(release(&LockView::WrongType), Err(Error::WrongType));
+        // Counts a script's HINCRBY accepts (LOCK.* views never hold them: parse_count).
+        let raw = |n: i64| LockView::Hash { mine: Some(Ok(n)) };
+        assert_eq!(release(&raw(0)), Ok(Release::Free));
+        assert_eq!(release(&raw(-7)), Ok(Release::Free));
+        assert_eq!(release(&raw(i64::MIN)), Err(Error::CorruptCount));
+        assert_eq!(acquire(&raw(0)), Ok(Acquire::Reenter { new_count: 1 }));
     }
 
     #[test]
@@ -120,6 +143,7 @@ mod tests {
         assert_eq!(renew(&OTHER), Ok(false));
         assert_eq!(renew(&held("3")), Ok(true));
         assert_eq!(renew(&held("")), Err(Error::CorruptCount));
+        assert_eq!((renew(&LockView::field(true)), renew(&LockView::field(false))), (Ok(true), Ok(false)));
         assert!(Error::WrongType.reply().starts_with("WRONGTYPE"));
     }
 }

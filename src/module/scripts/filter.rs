@@ -10,9 +10,9 @@
 //!
 //! so the keys keep their place (cluster routing, CROSSSLOT and ACL key checks see the
 //! script's keys) and the original call can still be run in Lua when the keyspace requires it.
-//! The new name is one of twenty string objects that all read `LOCK.REDISSON`, one per (script
-//! kind, EVAL or EVALSHA): the command recognises which by the object's address, so it neither
-//! hashes a body twice nor re-checks what the filter checked. Nothing else is touched.
+//! The new name is one of the string objects that all read `LOCK.REDISSON`, one per (script
+//! operation of `kinds::OPS`, EVAL or EVALSHA): the command recognises which by the object's
+//! address, so it never hashes a body twice. Nothing else is touched.
 //!
 //! Server behaviour the name objects rely on (Redis 7.0-8.x, Valkey 8-9; a server internal,
 //! not an API promise):
@@ -20,20 +20,21 @@
 //!   not copy it; it frees the old one and keeps ours, hence the `RM_RetainString` before), and
 //!   the server looks the command up from that object after the filters ran.
 //! - The command handler then receives that same `c->argv`, so `argv[0]` is our object and its
-//!   address identifies (kind, EVAL or EVALSHA). A name object that did not come from the
+//!   address identifies (operation, EVAL or EVALSHA). A name object that did not come from the
 //!   filter (a client typing `LOCK.REDISSON` itself) is not one of ours: the command then
-//!   looks the script up and checks its shape itself (`native.rs`).
+//!   looks the script up itself (`native.rs`).
 //!
 //! Tests that check it: `tests/redisson_scripts.rs` (`builtin_shas_run_natively_like_the_scripts`,
 //! `exact_matches_only_everything_else_gets_luas_own_reply`,
 //! `multi_exec_and_scripts_behave_as_for_the_script`, `replicas_without_the_module_stay_equal`,
 //! `known_scripts_left_to_lua_and_native_runs_are_counted_in_info`, and the random
 //! differential runs against Lua), which fail if a call is not recognised, or recognised as the
-//! wrong kind.
+//! wrong operation.
 
 use crate::ffi::filter as hook;
 use crate::ffi::rm::{Ctx, RStr, StaticStr};
-use crate::logic::lock::scripts::{self as redisson, Kind, Table, KINDS};
+use crate::logic::kinds;
+use crate::logic::scripts::{self, OpId, Table};
 use crate::registry::stats;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -41,14 +42,14 @@ use std::sync::{LazyLock, Mutex, PoisonError, RwLock};
 
 pub const COMMAND: &[u8] = b"LOCK.REDISSON";
 
-/// The scripts recognised: the built-in table plus `lock.redisson-extra-scripts`.
-static TABLE: LazyLock<RwLock<Table>> = LazyLock::new(|| RwLock::new(Table::builtin()));
+/// The scripts recognised: the built-in rows plus `lock.redisson-extra-scripts`.
+static TABLE: LazyLock<RwLock<Table>> = LazyLock::new(|| RwLock::new(kinds::table(b"").unwrap_or_default()));
 /// The installed filter.
 static FILTER: Mutex<Option<hook::Filter>> = Mutex::new(None);
-/// Command names put in place by the filter, `[kind][evalsha]`, created once and never freed
-/// (each use takes a reference for Redis to drop).
+/// Command names put in place by the filter, `[operation][evalsha]`, created once and never
+/// freed (each use takes a reference for Redis to drop).
 static NAMES: LazyLock<Vec<[StaticStr; 2]>> =
-    LazyLock::new(|| KINDS.iter().map(|_| [0, 1].map(|_| StaticStr::new(COMMAND))).collect());
+    LazyLock::new(|| kinds::OPS.iter().map(|_| [0, 1].map(|_| StaticStr::new(COMMAND))).collect());
 
 /// Which of EVAL (bit 0) and EVALSHA (bit 1) the server resolves by those names: with
 /// `rename-command EVALSHA ""` (or renamed to another name) the name is unknown to the server,
@@ -73,15 +74,16 @@ pub fn resolves(evalsha: bool) -> bool {
     r & 0x80 == 0 || r & (1 << u8::from(evalsha)) != 0
 }
 
-/// Replace the extra entries (`kind:sha1:length`, comma- or space-separated).
+/// Replace the extra entries (`kind:sha1:length`, comma- or space-separated; the kind is an
+/// operation's name).
 pub fn set_extra(spec: &[u8]) -> Result<(), String> {
-    let t = Table::with_extra(spec)?;
+    let t = kinds::table(spec)?;
     *TABLE.write().unwrap_or_else(PoisonError::into_inner) = t;
     Ok(())
 }
 
-/// The kind of a script given by SHA1 (EVALSHA) or by body (EVAL).
-pub fn lookup(evalsha: bool, script: &[u8]) -> Option<Kind> {
+/// The operation of a script given by SHA1 (EVALSHA) or by body (EVAL).
+pub fn lookup(evalsha: bool, script: &[u8]) -> Option<OpId> {
     let t = TABLE.read().unwrap_or_else(PoisonError::into_inner);
     if evalsha {
         t.by_hex(script)
@@ -90,12 +92,12 @@ pub fn lookup(evalsha: bool, script: &[u8]) -> Option<Kind> {
     }
 }
 
-/// Which (kind, EVALSHA?) a command name object put in place by the filter stands for.
-pub fn identify(name: RStr) -> Option<(Kind, bool)> {
+/// Which (operation, EVALSHA?) a command name object put in place by the filter stands for.
+pub fn identify(name: RStr) -> Option<(OpId, bool)> {
     NAMES
         .iter()
-        .zip(KINDS)
-        .find_map(|(pair, kind)| pair.iter().position(|q| q.is(name)).map(|i| (kind, i == 1)))
+        .enumerate()
+        .find_map(|(op, pair)| pair.iter().position(|q| q.is(name)).map(|i| (OpId(op), i == 1)))
 }
 
 /// Install (`on`) or remove the filter; idempotent.
@@ -166,7 +168,7 @@ fn filter_command(fctx: &hook::FilterArgs) {
         return;
     };
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let kind = lookup(evalsha, arg(1))?;
+        let op = lookup(evalsha, arg(1))?;
         let n = usize::try_from(argc - 2).unwrap_or(0);
         let mut stack: [&[u8]; STACK_ARGS] = [&[]; STACK_ARGS];
         let heap: Vec<&[u8]>;
@@ -179,11 +181,11 @@ fn filter_command(fctx: &hook::FilterArgs) {
             heap = (2..argc).map(arg).collect();
             &heap
         };
-        if redisson::parse(kind, rest).is_err() {
-            stats::redisson_lua(kind);
+        if scripts::parse(&kinds::op(op)?.layout, rest).is_err() {
+            stats::redisson_lua(op);
             return None;
         }
-        let name = NAMES.get(kind.index())?.get(usize::from(evalsha))?.ptr();
+        let name = NAMES.get(op.0)?.get(usize::from(evalsha))?.ptr();
         Some(name)
     }));
     let Ok(Some(name)) = r else { return };

@@ -1,0 +1,489 @@
+//! Scripts run natively (`lock.redisson-scripts native`), as data, for every kind.
+//!
+//! Pure. A kind's file lists its operations ([`OpDef`]: the kind of object, what the script
+//! does, the role of each KEYS / ARGV slot) and one [`Row`] per script text (SHA1, body length,
+//! operation). The number of keys and arguments follows from the roles. The facts come from the
+//! research files (hashes, lengths, layouts); no script text is needed or kept. [`Table`] is
+//! what the filter looks calls up in (the built-in rows and `lock.redisson-extra-scripts`), and
+//! [`parse`] the one check of a call's shape: a call matches only when it has the operation's
+//! layout exactly and arguments the native code runs. Whatever does not match is left to Lua,
+//! untouched.
+
+use crate::logic::args::parse_i64;
+
+/// The kind of object a script works on (its rows and transitions are in the kind's folder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Object {
+    /// The reentrant lock (`logic/lock`).
+    Lock,
+}
+
+/// What a KEYS or ARGV slot holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// KEYS: the lock key.
+    Lock,
+    /// KEYS: the channel a release message goes to.
+    Channel,
+    /// KEYS: the unlock latch key.
+    Latch,
+    /// KEYS: the fencing-token counter.
+    Token,
+    /// ARGV: the release message.
+    Message,
+    /// ARGV: a lease in ms (PEXPIRE's argument); parsed, `None` when not an integer.
+    Lease,
+    /// ARGV: the owner id.
+    Owner,
+    /// ARGV: the publish command; only PUBLISH and SPUBLISH match.
+    PublishCmd,
+    /// ARGV: the latch's time in ms (SET ... PX); parsed, `None` when not a positive integer.
+    LatchMs,
+}
+
+impl Role {
+    /// How many roles there are.
+    pub const COUNT: usize = 9;
+
+    /// Whether the role is a KEYS slot (else an ARGV slot).
+    pub const fn is_key(self) -> bool {
+        matches!(self, Role::Lock | Role::Channel | Role::Latch | Role::Token)
+    }
+}
+
+/// Marks a role a layout lacks, in [`Layout`]'s position tables.
+const NONE: u8 = u8::MAX;
+
+/// The roles of a call's slots: fixed KEYS and ARGV, then for a batch a tail of KEYS and ARGV
+/// roles repeated once per unit (at least once). Parsed roles (lease, latch ms, publish
+/// command) are read from the fixed ARGV.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub keys: &'static [Role],
+    pub args: &'static [Role],
+    pub each: Option<(&'static [Role], &'static [Role])>,
+    /// Each role's index among the fixed KEYS or ARGV (by the role's side), then within a unit
+    /// of the tail, by `Role as usize`; computed when the layout is made, so a transition finds
+    /// its slots without a search.
+    fixed_at: [u8; Role::COUNT],
+    each_at: [u8; Role::COUNT],
+}
+
+impl Layout {
+    pub const fn fixed(keys: &'static [Role], args: &'static [Role]) -> Layout {
+        Layout { keys, args, each: None, fixed_at: positions(keys, args), each_at: [NONE; Role::COUNT] }
+    }
+
+    /// Fixed slots, then `each_keys` / `each_args` repeated once per unit.
+    pub const fn repeated(
+        keys: &'static [Role],
+        args: &'static [Role],
+        each_keys: &'static [Role],
+        each_args: &'static [Role],
+    ) -> Layout {
+        let each = Some((each_keys, each_args));
+        Layout { keys, args, each, fixed_at: positions(keys, args), each_at: positions(each_keys, each_args) }
+    }
+}
+
+/// The first index of each role in `keys` (key roles) or `args` (argument roles).
+#[allow(clippy::indexing_slicing, reason = "const evaluation: out of range fails the build")]
+const fn positions(keys: &[Role], args: &[Role]) -> [u8; Role::COUNT] {
+    let mut at = [NONE; Role::COUNT];
+    let mut i = 0;
+    while i < keys.len() {
+        if keys[i].is_key() && at[keys[i] as usize] == NONE {
+            at[keys[i] as usize] = i as u8;
+        }
+        i += 1;
+    }
+    let mut i = 0;
+    while i < args.len() {
+        if !args[i].is_key() && at[args[i] as usize] == NONE {
+            at[args[i] as usize] = i as u8;
+        }
+        i += 1;
+    }
+    at
+}
+
+fn position(table: &[u8; Role::COUNT], role: Role) -> Option<usize> {
+    table.get(role as usize).copied().filter(|p| *p != NONE).map(usize::from)
+}
+
+/// An operation: the kind of object, and the kind's own operation number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Op {
+    pub object: Object,
+    pub code: u8,
+}
+
+/// An operation with its name (in `lock.redisson-extra-scripts` and, with `_` for `-`, in INFO)
+/// and its layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpDef {
+    pub op: Op,
+    pub name: &'static str,
+    pub layout: Layout,
+}
+
+/// A script text: SHA1 (lowercase hex of the UTF-8 body), body length in bytes, operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub sha: &'static str,
+    pub len: usize,
+    pub op: Op,
+}
+
+/// An operation's place in the list of every kind's operations (`kinds::OPS`): its INFO
+/// counters and the filter's name objects are by this index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OpId(pub usize);
+
+/// A known script: SHA1 (raw bytes), body length, operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub sha: [u8; 20],
+    pub len: usize,
+    pub op: OpId,
+}
+
+/// Lowercase hex of a SHA1, as Redisson sends it.
+fn to_hex(sha: &[u8; 20]) -> [u8; 40] {
+    let digit = |n: u8| if n < 10 { b'0' + n } else { b'a' + (n - 10) };
+    let mut out = [0u8; 40];
+    for (pair, b) in out.chunks_exact_mut(2).zip(sha) {
+        if let [hi, lo] = pair {
+            *hi = digit(b >> 4);
+            *lo = digit(b & 15);
+        }
+    }
+    out
+}
+
+/// Lowercase or uppercase hex of a SHA1 to bytes (EVALSHA accepts both cases).
+pub fn parse_sha(hex: &[u8]) -> Option<[u8; 20]> {
+    if hex.len() != 40 {
+        return None;
+    }
+    let mut out = [0u8; 20];
+    let digit = |c: u8| (c as char).to_digit(16);
+    for (o, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+        let &[hi, lo] = pair else { return None };
+        *o = u8::try_from(digit(hi)? * 16 + digit(lo)?).ok()?;
+    }
+    Some(out)
+}
+
+/// The scripts the filter knows: the built-in rows and registered extras.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    entries: Vec<Entry>,
+    /// Lowercase hex of each entry's SHA1, same order: EVALSHA is matched without decoding.
+    hex: Vec<[u8; 40]>,
+}
+
+impl Table {
+    /// `rows` (operations by their place in `ops`) plus `extra`: `op:sha1:length` entries
+    /// separated by commas or spaces (an empty string adds nothing). `Err` says what is wrong.
+    pub fn new<'r>(
+        ops: &[OpDef],
+        rows: impl IntoIterator<Item = &'r Row>,
+        extra: &[u8],
+    ) -> Result<Table, String> {
+        let mut t = Table::default();
+        for row in rows {
+            let id = ops.iter().position(|d| d.op == row.op);
+            if let (Some(sha), Some(id)) = (parse_sha(row.sha.as_bytes()), id) {
+                t.push(Entry { sha, len: row.len, op: OpId(id) });
+            }
+        }
+        for item in extra.split(|c| *c == b',' || *c == b' ').filter(|s| !s.is_empty()) {
+            let mut parts = item.split(|c| *c == b':');
+            let (Some(name), Some(sha), Some(len), None) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
+                return Err(format!("`{}` is not kind:sha1:length", String::from_utf8_lossy(item)));
+            };
+            let id = ops
+                .iter()
+                .position(|d| d.name.as_bytes().eq_ignore_ascii_case(name))
+                .ok_or_else(|| format!("unknown script kind `{}`", String::from_utf8_lossy(name)))?;
+            let sha = parse_sha(sha).ok_or("a sha1 is 40 hex digits")?;
+            let len = parse_i64(len)
+                .and_then(|l| usize::try_from(l).ok())
+                .filter(|l| *l > 0)
+                .ok_or("a script length is a positive integer")?;
+            t.push(Entry { sha, len, op: OpId(id) });
+        }
+        Ok(t)
+    }
+
+    fn push(&mut self, e: Entry) {
+        if let Some(i) = self.entries.iter().position(|x| x.sha == e.sha) {
+            self.entries.remove(i);
+            self.hex.remove(i);
+        }
+        self.hex.push(to_hex(&e.sha));
+        self.entries.push(e);
+    }
+
+    /// The operation of the script with this SHA1 in hex (EVALSHA's argument, either case).
+    pub fn by_hex(&self, hex: &[u8]) -> Option<OpId> {
+        if hex.len() != 40 {
+            return None;
+        }
+        // Compare 8 bytes at a time before the whole string: most entries differ at once.
+        let head = |b: &[u8]| b.get(..8).and_then(|p| <[u8; 8]>::try_from(p).ok()).map(u64::from_ne_bytes);
+        let want = head(hex);
+        if let Some(i) = self.hex.iter().position(|h| head(h) == want && h.as_slice() == hex) {
+            return self.entries.get(i).map(|e| e.op);
+        }
+        parse_sha(hex).and_then(|s| self.by_sha(&s))
+    }
+
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    pub fn by_sha(&self, sha: &[u8; 20]) -> Option<OpId> {
+        self.entries.iter().find(|e| e.sha == *sha).map(|e| e.op)
+    }
+
+    /// Whether some known script body has this length (only those bodies are hashed).
+    pub fn has_len(&self, len: usize) -> bool {
+        self.entries.iter().any(|e| e.len == len)
+    }
+
+    /// The operation of the script whose body is `body`, hashing it only when its length is
+    /// known.
+    pub fn by_body(&self, body: &[u8]) -> Option<OpId> {
+        if !self.has_len(body.len()) {
+            return None;
+        }
+        let sha = sha1_smol::Sha1::from(body).digest().bytes();
+        self.entries.iter().find(|e| e.sha == sha && e.len == body.len()).map(|e| e.op)
+    }
+}
+
+/// A publish command a script may be given (case-insensitive, as `redis.call` accepts it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Publish {
+    Publish,
+    SPublish,
+}
+
+fn publish_cmd(b: &[u8]) -> Option<Publish> {
+    if b.eq_ignore_ascii_case(b"PUBLISH") {
+        Some(Publish::Publish)
+    } else if b.eq_ignore_ascii_case(b"SPUBLISH") {
+        Some(Publish::SPublish)
+    } else {
+        None
+    }
+}
+
+/// numkeys as EVAL reads it: a non-negative integer in Redis's spelling.
+pub fn numkeys(b: &[u8]) -> Option<usize> {
+    parse_i64(b).and_then(|n| usize::try_from(n).ok())
+}
+
+/// Why a call of a known script is left to Lua.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mismatch {
+    /// numkeys or the number of arguments differs from the script's layout.
+    Shape,
+    /// An argument the module does not run natively (a publish command other than PUBLISH and
+    /// SPUBLISH).
+    Argument,
+}
+
+/// A call that matched its layout. Byte slices borrow the argv; the typed slots (lease, latch
+/// time) are read where a transition uses them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call<'a> {
+    pub layout: &'static Layout,
+    pub keys: &'a [&'a [u8]],
+    pub args: &'a [&'a [u8]],
+    /// How many times the layout's repeated tail occurs (1 without one).
+    pub units: usize,
+    /// The [`Role::PublishCmd`] slot, `None` without one.
+    pub publish: Option<Publish>,
+}
+
+/// Check `rest` (everything after the script or SHA1: numkeys, keys, args) against `layout`.
+#[inline]
+pub fn parse<'a>(layout: &'static Layout, rest: &'a [&'a [u8]]) -> Result<Call<'a>, Mismatch> {
+    let (&first, rest) = rest.split_first().ok_or(Mismatch::Shape)?;
+    let n = numkeys(first).ok_or(Mismatch::Shape)?;
+    let (fk, fa) = (layout.keys.len(), layout.args.len());
+    let (units, nargs) = match layout.each {
+        None if n == fk => (1, fa),
+        None => return Err(Mismatch::Shape),
+        Some((ek, ea)) => {
+            let tail = n.checked_sub(fk).filter(|t| *t > 0).ok_or(Mismatch::Shape)?;
+            if ek.is_empty() || tail % ek.len() != 0 {
+                return Err(Mismatch::Shape);
+            }
+            let units = tail / ek.len();
+            (units, units.checked_mul(ea.len()).and_then(|a| a.checked_add(fa)).ok_or(Mismatch::Shape)?)
+        }
+    };
+    if n.checked_add(nargs) != Some(rest.len()) {
+        return Err(Mismatch::Shape);
+    }
+    let (keys, args) = rest.split_at_checked(n).ok_or(Mismatch::Shape)?;
+    let publish = match position(&layout.fixed_at, Role::PublishCmd).and_then(|i| args.get(i)) {
+        Some(b) => Some(publish_cmd(b).ok_or(Mismatch::Argument)?),
+        None => None,
+    };
+    Ok(Call { layout, keys, args, units, publish })
+}
+
+/// Slot `first + u * stride` (a fixed slot, stride 0, is unit 0's only).
+pub fn unit(first: usize, stride: usize, u: usize) -> Option<usize> {
+    if stride == 0 && u > 0 {
+        return None;
+    }
+    first.checked_add(u.checked_mul(stride)?)
+}
+
+impl Call<'_> {
+    pub fn numkeys(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The [`Role::Lease`] slot as PEXPIRE takes it: any integer (<= 0 deletes the key), `None`
+    /// when not one (the script fails if it reaches PEXPIRE with it) or without such a slot.
+    pub fn lease(&self) -> Option<i64> {
+        parse_i64(self.arg(self.arg_index(Role::Lease)?)?)
+    }
+
+    /// The [`Role::LatchMs`] slot as SET PX takes it: a positive integer, else `None` (whether
+    /// `now + ms` overflows is checked when it runs).
+    pub fn latch_ms(&self) -> Option<i64> {
+        parse_i64(self.arg(self.arg_index(Role::LatchMs)?)?).filter(|v| *v > 0)
+    }
+
+    /// The KEYS index of a fixed `role`.
+    #[inline]
+    pub fn key_index(&self, role: Role) -> Option<usize> {
+        position(&self.layout.fixed_at, role).filter(|_| role.is_key())
+    }
+
+    /// The ARGV index of a fixed `role`.
+    #[inline]
+    pub fn arg_index(&self, role: Role) -> Option<usize> {
+        position(&self.layout.fixed_at, role).filter(|_| !role.is_key())
+    }
+
+    /// Where `role` is for each unit: (index for unit 0, stride), in KEYS for a key role, in
+    /// ARGV for an argument role; from the repeated tail if it has the role, else the fixed
+    /// slot (one unit).
+    pub fn unit_slots(&self, role: Role) -> Option<(usize, usize)> {
+        match (self.layout.each, position(&self.layout.each_at, role)) {
+            (Some((k, _)), Some(pos)) if role.is_key() => Some((self.layout.keys.len() + pos, k.len())),
+            (Some((_, a)), Some(pos)) => Some((self.layout.args.len() + pos, a.len())),
+            _ if role.is_key() => Some((self.key_index(role)?, 0)),
+            _ => Some((self.arg_index(role)?, 0)),
+        }
+    }
+
+    /// The KEYS index of `role` for unit `u` (see [`Call::unit_slots`]).
+    pub fn unit_key_index(&self, u: usize, role: Role) -> Option<usize> {
+        let (first, stride) = self.unit_slots(role).filter(|_| role.is_key())?;
+        unit(first, stride, u)
+    }
+
+    /// The ARGV index of `role` for unit `u` (see [`Call::unit_slots`]).
+    pub fn unit_arg_index(&self, u: usize, role: Role) -> Option<usize> {
+        let (first, stride) = self.unit_slots(role).filter(|_| !role.is_key())?;
+        unit(first, stride, u)
+    }
+
+    /// The bytes of KEYS slot `i`.
+    pub fn key(&self, i: usize) -> Option<&[u8]> {
+        self.keys.get(i).copied()
+    }
+
+    /// The bytes of ARGV slot `i`.
+    pub fn arg(&self, i: usize) -> Option<&[u8]> {
+        self.args.get(i).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L: Object = Object::Lock;
+    const FIXED: Layout = Layout::fixed(&[Role::Lock, Role::Channel], &[Role::Message, Role::PublishCmd]);
+    const BATCH: Layout = Layout::repeated(&[], &[Role::Lease], &[Role::Lock], &[Role::Owner]);
+    const OPS: [OpDef; 2] = [
+        OpDef { op: Op { object: L, code: 0 }, name: "force", layout: FIXED },
+        OpDef { op: Op { object: L, code: 1 }, name: "batch", layout: BATCH },
+    ];
+
+    /// A test argv, for as long as the test runs.
+    fn argv(s: &[&'static str]) -> &'static [&'static [u8]] {
+        Vec::leak(s.iter().map(|a| a.as_bytes()).collect())
+    }
+
+    #[test]
+    fn tables_take_rows_and_extras() {
+        let row = Row { sha: "605e338249a7a1d40df83b04f7658354f883b41b", len: 107, op: OPS[0].op };
+        let t = Table::new(&OPS, [&row], b"").expect("rows");
+        let sha = parse_sha(row.sha.as_bytes()).expect("hex");
+        assert_eq!(t.by_sha(&sha), Some(OpId(0)));
+        assert_eq!(t.by_hex(row.sha.to_uppercase().as_bytes()), Some(OpId(0)), "EVALSHA takes either case");
+        let body = b"return 1";
+        let sha = sha1_smol::Sha1::from(&body[..]).digest().to_string();
+        let t = Table::new(&OPS, [&row], format!("BATCH:{sha}:{}", body.len()).as_bytes()).expect("extra");
+        assert_eq!(t.by_body(body), Some(OpId(1)));
+        assert_eq!(t.by_body(b"return 2"), None, "same length, other hash");
+        assert_eq!(t.entries().len(), 2);
+        let err = |s: &str| Table::new(&OPS, [&row], s.as_bytes()).expect_err(s);
+        assert_eq!(err("nope:00:1"), "unknown script kind `nope`");
+        assert_eq!(err("force:abc:1"), "a sha1 is 40 hex digits");
+        assert_eq!(err(&format!("force:{sha}:0")), "a script length is a positive integer");
+        assert_eq!(err(&format!("force:{sha}")), format!("`force:{sha}` is not kind:sha1:length"));
+    }
+
+    #[test]
+    fn fixed_layouts_match_exactly() {
+        let ok = parse(&FIXED, argv(&["2", "k", "c", "0", "spublish"])).expect("match");
+        assert_eq!((ok.numkeys(), ok.units, ok.publish), (2, 1, Some(Publish::SPublish)));
+        assert_eq!(
+            (ok.key(ok.key_index(Role::Channel).unwrap()), ok.arg(0)),
+            (Some(&b"c"[..]), Some(&b"0"[..]))
+        );
+        assert_eq!(ok.unit_key_index(0, Role::Lock), Some(0));
+        assert_eq!(ok.unit_key_index(1, Role::Lock), None);
+        for bad in [
+            &["1", "k", "c", "0", "PUBLISH"][..],
+            &["2", "k", "c", "0"],
+            &["02", "k", "c", "0", "PUBLISH"],
+            &[],
+        ] {
+            assert_eq!(parse(&FIXED, argv(bad)), Err(Mismatch::Shape), "{bad:?}");
+        }
+        assert_eq!(parse(&FIXED, argv(&["2", "k", "c", "0", "RPUSH"])), Err(Mismatch::Argument));
+    }
+
+    #[test]
+    fn a_repeated_tail_is_counted_from_numkeys() {
+        let b = parse(&BATCH, argv(&["2", "a", "b", "x", "oa", "ob"])).expect("match");
+        assert_eq!((b.units, b.lease()), (2, None));
+        assert_eq!((b.unit_key_index(1, Role::Lock), b.unit_arg_index(1, Role::Owner)), (Some(1), Some(2)));
+        assert_eq!(b.arg_index(Role::Lease), Some(0));
+        assert_eq!((b.unit_slots(Role::Lock), b.unit_slots(Role::Owner)), (Some((0, 1)), Some((1, 1))));
+        assert_eq!(
+            (b.key_index(Role::Lease), b.arg_index(Role::Lock)),
+            (None, None),
+            "each role on its side"
+        );
+        for bad in [&["0", "30000"][..], &["2", "a", "b", "30000", "oa"], &["-1", "30000"]] {
+            assert_eq!(parse(&BATCH, argv(bad)), Err(Mismatch::Shape), "{bad:?}");
+        }
+    }
+}
