@@ -7,9 +7,14 @@ use std::os::raw::c_int;
 use std::ptr::null_mut;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A key's type, as the kinds need to tell them apart (a lock is a hash; a semaphore a string
+/// and a sorted set; anything else is another kind's business or a wrong type).
 pub enum KeyKind {
     Empty,
     Hash,
+    String,
+    SortedSet,
+    /// A list, set, stream or module type.
     Other,
 }
 
@@ -39,6 +44,8 @@ impl Key {
         match rm!(RedisModule_KeyType(self.ptr) else 0) as isize {
             raw::REDISMODULE_KEYTYPE_EMPTY => KeyKind::Empty,
             raw::REDISMODULE_KEYTYPE_HASH => KeyKind::Hash,
+            raw::REDISMODULE_KEYTYPE_STRING => KeyKind::String,
+            raw::REDISMODULE_KEYTYPE_ZSET => KeyKind::SortedSet,
             _ => KeyKind::Other,
         }
     }
@@ -129,8 +136,7 @@ impl Key {
 
     /// Whether the key holds a string.
     pub fn is_string(&self) -> bool {
-        !self.ptr.is_null()
-            && rm!(RedisModule_KeyType(self.ptr) else 0) as isize == raw::REDISMODULE_KEYTYPE_STRING
+        self.kind() == KeyKind::String
     }
 
     /// Run `f` on the bytes of a string value (key opened for writing: reading an integer-encoded

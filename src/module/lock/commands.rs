@@ -22,7 +22,7 @@ use crate::registry::stats;
 fn view(key: &Key, owner: RStr) -> LockView {
     match key.kind() {
         KeyKind::Empty => LockView::Free,
-        KeyKind::Other => LockView::WrongType,
+        KeyKind::String | KeyKind::SortedSet | KeyKind::Other => LockView::WrongType,
         KeyKind::Hash => LockView::Hash { mine: key.hash_get(owner, state::parse_count) },
     }
 }
@@ -172,7 +172,7 @@ fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let name = only_key(strs, argv)?;
     let key = Key::write(ctx, name);
     match key.kind() {
-        KeyKind::Other => return Err(Error::WrongType),
+        KeyKind::String | KeyKind::SortedSet | KeyKind::Other => return Err(Error::WrongType),
         KeyKind::Empty => {
             stats::FORCE_RELEASES_MISSED.inc();
             rm::reply_int(ctx, 0);
@@ -195,7 +195,7 @@ fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
             rm::reply_null(ctx);
             return Ok(());
         }
-        KeyKind::Other => return Err(Error::WrongType),
+        KeyKind::String | KeyKind::SortedSet | KeyKind::Other => return Err(Error::WrongType),
         KeyKind::Hash => {}
     }
     let entries = key.hash_entries();

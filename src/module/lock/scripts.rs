@@ -79,7 +79,7 @@ struct Reads<'r, 'a> {
 fn view(key: &Key, owner: RStr) -> LockView {
     match key.kind() {
         KeyKind::Empty => LockView::Free,
-        KeyKind::Other => LockView::WrongType,
+        KeyKind::String | KeyKind::SortedSet | KeyKind::Other => LockView::WrongType,
         KeyKind::Hash => {
             LockView::Hash { mine: key.hash_get(owner, |b| parse_i64(b).ok_or(Error::CorruptCount)) }
         }
@@ -129,7 +129,7 @@ impl Keys for Reads<'_, '_> {
         };
         match key.kind() {
             KeyKind::Empty => LockView::Free,
-            KeyKind::Other => LockView::WrongType,
+            KeyKind::String | KeyKind::SortedSet | KeyKind::Other => LockView::WrongType,
             KeyKind::Hash => LockView::field(key.hash_has(owner)),
         }
     }

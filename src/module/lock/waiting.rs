@@ -27,7 +27,7 @@ impl Kind for Lock {
         match key.kind() {
             KeyKind::Empty => Look::Open(()),
             KeyKind::Hash => Look::Held(key.deadline()),
-            KeyKind::Other => Look::WrongType,
+            KeyKind::String | KeyKind::SortedSet | KeyKind::Other => Look::WrongType,
         }
     }
 
