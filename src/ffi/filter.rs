@@ -1,6 +1,6 @@
 //! The command filter API: registering a filter and reading / replacing the filtered
 //! command's arguments. The server-internals trick built on it (our own command-name objects)
-//! is described in module/redisson/filter.rs.
+//! is described in module/scripts/filter.rs.
 
 use crate::ffi::rm::{self, rm, Ctx, RStr};
 use redis_module::raw;

@@ -37,7 +37,7 @@ pub enum Error {
     TokenCrossSlot,
     /// The user may not write the token key.
     TokenDenied,
-    // ---- the release message (module/commands) ----
+    // ---- the release message (module/lock/commands.rs) ----
     /// The user may not publish on the lock's channel.
     PublishDenied,
     // ---- waiting (module/wait) ----

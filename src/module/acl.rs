@@ -82,7 +82,7 @@ pub fn reset() {
 /// Whether the command filter is installed (it then sees every ACL change); set by the filter.
 static FILTER_INSTALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// The filter says whether it is installed (redisson/filter.rs).
+/// The filter says whether it is installed (scripts/filter.rs).
 pub fn set_filter_installed(on: bool) {
     FILTER_INSTALLED.store(on, Ordering::Relaxed);
 }

@@ -176,7 +176,7 @@ impl NumericConfig for TokenTtl {
     }
 }
 
-/// What the Redisson configs act on: the command filter (module/redisson/filter.rs). `lib.rs`
+/// What the Redisson configs act on: the command filter (module/scripts/filter.rs). `lib.rs`
 /// wires it in at load, so the configs stay a leaf that imports no glue.
 #[derive(Clone, Copy)]
 pub struct FilterHooks {

@@ -7,8 +7,8 @@ use crate::logic::scripts::OpId;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-/// Gauges of the waiter table, pushed by `wait` whenever the table changes (INFO reads them;
-/// `wait` reads `WAITERS` for its fast paths).
+/// Gauges of the waiter tables, the sums over every kind: each kind's table adds its changes
+/// (`module/wait/table.rs`); INFO reads them, the waiting core's fast paths read `WAITERS`.
 pub static WAITERS: AtomicUsize = AtomicUsize::new(0);
 /// Keys with waiters.
 pub static KEYS: AtomicUsize = AtomicUsize::new(0);
