@@ -25,7 +25,8 @@ use redis_lock::logic::lock::script_plans::{self, Counter, Keys, Latch};
 use redis_lock::logic::lock::scripts::{LockOp, ROWS};
 use redis_lock::logic::lock::state::LockView;
 use redis_lock::logic::plan::{Arg, Cmd, Effect, Plan, Reply, Then};
-use redis_lock::logic::scripts::{parse, parse_sha, Call, OpId, Role};
+use redis_lock::logic::script_table::parse_sha;
+use redis_lock::logic::scripts::{parse, Call, OpId, Role};
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
 enum View {

@@ -3,7 +3,8 @@
 //! its two lists here.
 
 use crate::logic::lock::scripts as lock;
-use crate::logic::scripts::{Layout, Object, Op, OpDef, OpId, Row, Table};
+use crate::logic::script_table::Table;
+use crate::logic::scripts::{Layout, Object, Op, OpDef, OpId, Row};
 
 /// Each kind's operations, in INFO order.
 const OP_LISTS: [&[OpDef]; 1] = [&lock::OPS];

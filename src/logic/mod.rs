@@ -15,6 +15,7 @@ pub mod fence;
 pub mod kinds;
 pub mod lock;
 pub mod plan;
+pub mod script_table;
 pub mod scripts;
 pub mod timing;
 pub mod wait;

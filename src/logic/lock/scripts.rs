@@ -98,7 +98,8 @@ pub const ROWS: [Row; 11] = [
 mod tests {
     use super::*;
     use crate::logic::kinds;
-    use crate::logic::scripts::{parse, parse_sha, Call, Mismatch, OpId, Publish};
+    use crate::logic::script_table::parse_sha;
+    use crate::logic::scripts::{parse, Call, Mismatch, OpId, Publish};
 
     /// A test argv, for as long as the test runs.
     fn argv(s: &[&'static str]) -> &'static [&'static [u8]] {

@@ -34,7 +34,8 @@
 use crate::ffi::filter as hook;
 use crate::ffi::rm::{Ctx, RStr, StaticStr};
 use crate::logic::kinds;
-use crate::logic::scripts::{self, OpId, Table};
+use crate::logic::script_table::Table;
+use crate::logic::scripts::{self, OpId};
 use crate::registry::stats;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU8, Ordering};
