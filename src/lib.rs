@@ -52,7 +52,8 @@ fn install_panic_hook() {
 }
 
 /// Every kind with waiters: one row per kind (the waiting core's events serve them all).
-const KINDS: &[wait::Ops] = &[wait::ops::<module::lock::waiting::Lock>()];
+const KINDS: &[wait::Ops] =
+    &[wait::ops::<module::lock::waiting::Lock>(), wait::ops::<module::rwlock::waiting::RwLock>()];
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     if let Some(name) = rm::missing_required() {
@@ -72,7 +73,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     if let Err(e) = config::register(ctx, &arg_bytes, hooks) {
         return fail(context, &e);
     }
-    let commands = module::lock::commands::COMMANDS.iter().chain([&module::scripts::native::COMMAND]);
+    let commands = module::commands::COMMANDS.iter().chain([&module::scripts::native::COMMAND]);
     if let Err(e) = ffi::command_info::register(ctx, &commands.collect::<Vec<_>>()) {
         return fail(context, &e);
     }

@@ -1,7 +1,7 @@
 //! Fuzz the argument parsers (`redis_lock::logic::args`) against an independent model of the spec.
 //!
 //! The input becomes an argv (raw bytes mixed with interesting tokens: integers at the i64
-//! edges, `WAIT` and `FENCE` in any case, empty strings) fed to every parser. Properties:
+//! edges, `WAIT`, `FENCE`, `READ` and `WRITE` in any case, empty strings) fed to every parser. Properties:
 //! - no parser panics;
 //! - `parse_i64` accepts exactly the canonical decimal spelling of an i64 (`n.to_string()`),
 //!   and round-trips it;
@@ -16,7 +16,7 @@
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 use redis_lock::logic::args::{self, LEASE, TIMEOUT};
-use redis_lock::logic::lock::args as lock_args;
+use redis_lock::logic::command_args::{self as lock_args, Access};
 use redis_lock::logic::error::Error;
 
 #[derive(Arbitrary, Debug)]
@@ -27,6 +27,7 @@ enum Tok {
     Odd(u8, i64),
     Wait(u8),
     Fence(u8),
+    Access(u8),
     Empty,
 }
 
@@ -60,6 +61,13 @@ impl Tok {
                 2 => b"FeNcE".to_vec(),
                 _ => b"FENCES".to_vec(),
             },
+            Tok::Access(k) => match k % 5 {
+                0 => b"READ".to_vec(),
+                1 => b"write".to_vec(),
+                2 => b"Read".to_vec(),
+                3 => b"WRITE".to_vec(),
+                _ => b"READS".to_vec(),
+            },
             Tok::Empty => Vec::new(),
         }
     }
@@ -88,6 +96,29 @@ fn check_i64(b: &[u8]) {
     if let Some(n) = got {
         assert_eq!(n.to_string().as_bytes(), b, "accepted a non-canonical spelling");
     }
+}
+
+fn model_access(b: &[u8]) -> Option<Access> {
+    if b.eq_ignore_ascii_case(b"READ") {
+        Some(Access::Read)
+    } else if b.eq_ignore_ascii_case(b"WRITE") {
+        Some(Access::Write)
+    } else {
+        None
+    }
+}
+
+/// The arguments after `key owner` of RELEASE / RENEW: (the access word, if exactly one or
+/// none; `Err` for two), and the other arguments.
+fn model_split<'a>(rest: &[&'a [u8]]) -> (Result<Option<Access>, ()>, Vec<&'a [u8]>) {
+    let words: Vec<Access> = rest.iter().filter_map(|a| model_access(a)).collect();
+    let others = rest.iter().copied().filter(|a| model_access(a).is_none()).collect();
+    let access = match words.as_slice() {
+        [] => Ok(None),
+        [a] => Ok(Some(*a)),
+        _ => Err(()),
+    };
+    (access, others)
 }
 
 /// Errors that `owner` and `lease` deserve.
@@ -131,15 +162,26 @@ fn check_acquire(argv: &[&[u8]]) {
     } else {
         owner_errors(argv[1], &mut errs);
         let lease = lease_errors(argv[2], &mut errs);
-        // Options: `WAIT <timeout>` and `FENCE`, in any order, each at most once. The walk
-        // stops at the first bad option (what follows it has no defined meaning).
+        // Options: `WAIT <timeout>`, `FENCE` and one of `READ` / `WRITE`, in any order, each
+        // at most once. The walk stops at the first bad option (what follows it has no defined
+        // meaning).
         let mut wait = None;
         let mut fence = false;
+        let mut access = None;
         let mut i = 3;
         while i < argv.len() {
             let opt = argv[i];
             if opt.eq_ignore_ascii_case(b"FENCE") && !fence {
                 fence = true;
+                i += 1;
+                continue;
+            }
+            if let Some(a) = model_access(opt) {
+                if access.is_some() {
+                    errs.push(Error::Syntax);
+                    break;
+                }
+                access = Some(a);
                 i += 1;
                 continue;
             }
@@ -157,11 +199,15 @@ fn check_acquire(argv: &[&[u8]]) {
             }
             i += 2;
         }
-        want = lease.map(|l| (l, wait, fence));
+        if fence && access == Some(Access::Read) {
+            errs.push(Error::Syntax);
+        }
+        want = lease.map(|l| (l, wait, fence, access));
     }
     judge("acquire", argv, &got, &errs);
     if let Ok(a) = got {
-        let (lease, wait, fence) = want.expect("Ok without a valid lease");
+        let (lease, wait, fence, access) = want.expect("Ok without a valid lease");
+        assert_eq!(a.access, access);
         assert_eq!(a.owner, argv[1]);
         assert_eq!(a.lease_ms, lease);
         assert_eq!(a.wait_ms, wait);
@@ -173,41 +219,51 @@ fn check_acquire(argv: &[&[u8]]) {
 fn check_release(argv: &[&[u8]]) {
     let got = lock_args::release(argv);
     let mut errs = vec![];
-    let mut lease = None;
-    match argv.len() {
-        0 | 1 => errs.push(Error::Arity),
-        n => {
-            owner_errors(argv[1], &mut errs);
-            if n >= 3 {
-                lease = lease_errors(argv[2], &mut errs);
-            }
-            if n > 3 {
-                errs.push(Error::Syntax);
-            }
+    let mut want = None;
+    if argv.len() < 2 {
+        errs.push(Error::Arity);
+    } else {
+        owner_errors(argv[1], &mut errs);
+        let (access, others) = model_split(&argv[2..]);
+        if access.is_err() || others.len() > 1 {
+            errs.push(Error::Syntax);
         }
+        let lease = others.first().and_then(|l| lease_errors(l, &mut errs));
+        want = Some((lease, access.ok().flatten()));
     }
     judge("release", argv, &got, &errs);
     if let Ok(r) = got {
+        let (lease, access) = want.expect("Ok with a bad argv");
         assert_eq!(r.owner, argv[1]);
-        assert_eq!(r.lease_ms, lease);
-        assert_eq!(r.lease_ms.is_some(), argv.len() == 3);
+        assert_eq!((r.lease_ms, r.access), (lease, access));
     }
 }
 
 fn check_renew(argv: &[&[u8]]) {
     let got = lock_args::renew(argv);
     let mut errs = vec![];
-    let mut lease = None;
-    if argv.len() != 3 {
+    let mut want = None;
+    if argv.len() < 2 {
         errs.push(Error::Arity);
     } else {
         owner_errors(argv[1], &mut errs);
-        lease = lease_errors(argv[2], &mut errs);
+        let (access, others) = model_split(&argv[2..]);
+        match (access.is_err(), others.len()) {
+            (true, _) | (_, 2..) => errs.push(Error::Syntax),
+            (false, 0) => errs.push(Error::Arity),
+            _ => {}
+        }
+        if others.len() > 1 {
+            errs.push(Error::Arity);
+        }
+        let lease = others.first().and_then(|l| lease_errors(l, &mut errs));
+        want = Some((lease, access.ok().flatten()));
     }
     judge("renew", argv, &got, &errs);
     if let Ok(r) = got {
+        let (lease, access) = want.expect("Ok with a bad argv");
         assert_eq!(r.owner, argv[1]);
-        assert_eq!(Some(r.lease_ms), lease);
+        assert_eq!((Some(r.lease_ms), r.access), (lease, access));
     }
 }
 

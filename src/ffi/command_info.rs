@@ -3,7 +3,7 @@
 //! servers that have `RM_SetCommandACLCategories` (7.2+).
 
 use crate::ffi::rm::{self, rm, Ctx};
-use crate::registry::cmdinfo::{ArgKind, Keys, Spec};
+use crate::registry::cmdinfo::{Arg, ArgKind, Keys, Spec};
 use redis_module::raw;
 use std::ffi::{c_int, CStr};
 use std::ptr::{null, null_mut};
@@ -46,29 +46,9 @@ fn describe(ctx: Ctx, spec: &Spec) -> Result<(), String> {
         }
     }
 
-    let mut args: Vec<raw::RedisModuleCommandArg> = spec
-        .args
-        .iter()
-        .map(|a| {
-            // SAFETY: as above.
-            let mut r: raw::RedisModuleCommandArg = unsafe { std::mem::zeroed() };
-            r.name = a.name.as_ptr();
-            r.type_ = match a.kind {
-                ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
-                ArgKind::Str => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
-                ArgKind::Int => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
-                ArgKind::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
-            };
-            r.key_spec_index = if matches!(a.kind, ArgKind::Key) { 0 } else { -1 };
-            r.token = a.token.map_or(null(), CStr::as_ptr);
-            r.flags = if a.optional { raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int } else { 0 }
-                | if a.multiple { raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int } else { 0 };
-            r
-        })
-        .collect();
-    // SAFETY: terminator entry.
-    args.push(unsafe { std::mem::zeroed() });
-
+    // Sub-argument arrays (a OneOf's), kept alive until RM_SetCommandInfo copied them.
+    let mut subs: Vec<Vec<raw::RedisModuleCommandArg>> = Vec::new();
+    let mut args = command_args(spec.args, &mut subs);
     // SAFETY: as above.
     let mut info: raw::RedisModuleCommandInfo = unsafe { std::mem::zeroed() };
     info.version = &VERSION;
@@ -89,6 +69,42 @@ fn describe(ctx: Ctx, spec: &Spec) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The C description of `list` (zero-terminated); a OneOf's alternatives go to `subs`.
+fn command_args(
+    list: &[Arg],
+    subs: &mut Vec<Vec<raw::RedisModuleCommandArg>>,
+) -> Vec<raw::RedisModuleCommandArg> {
+    let mut out: Vec<raw::RedisModuleCommandArg> = list
+        .iter()
+        .map(|a| {
+            // SAFETY: a plain C struct; all-zero is its "unset" value.
+            let mut r: raw::RedisModuleCommandArg = unsafe { std::mem::zeroed() };
+            r.name = a.name.as_ptr();
+            r.type_ = match a.kind {
+                ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
+                ArgKind::Str => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+                ArgKind::Int => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+                ArgKind::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
+                ArgKind::OneOf(_) => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
+            };
+            if let ArgKind::OneOf(alternatives) = a.kind {
+                let mut sub = command_args(alternatives, subs);
+                r.subargs = sub.as_mut_ptr();
+                // The Vec's heap buffer does not move when the Vec itself is moved.
+                subs.push(sub);
+            }
+            r.key_spec_index = if matches!(a.kind, ArgKind::Key) { 0 } else { -1 };
+            r.token = a.token.map_or(null(), CStr::as_ptr);
+            r.flags = if a.optional { raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int } else { 0 }
+                | if a.multiple { raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int } else { 0 };
+            r
+        })
+        .collect();
+    // SAFETY: terminator entry.
+    out.push(unsafe { std::mem::zeroed() });
+    out
 }
 
 /// Create each command of `specs` (its row's entry point) and describe it.

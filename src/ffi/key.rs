@@ -86,6 +86,27 @@ impl Key {
         rm!(RedisModule_HashSet(self.ptr, flags, field.0, value.0, end) else 0);
     }
 
+    /// Delete hash field `field` (nothing if absent; the hash goes with its last field).
+    pub fn hash_del(&self, field: RStr) {
+        if self.ptr.is_null() {
+            return;
+        }
+        let flags = raw::REDISMODULE_HASH_NONE as c_int;
+        let end: *mut raw::RedisModuleString = null_mut();
+        // REDISMODULE_HASH_DELETE: the C header's `(RedisModuleString *)(long)1`, a marker
+        // never dereferenced (the crate's constant is a dangling pointer of another value).
+        let delete = std::ptr::without_provenance_mut::<raw::RedisModuleString>(1);
+        rm!(RedisModule_HashSet(self.ptr, flags, field.0, delete, end) else 0);
+    }
+
+    /// The number of fields of a hash (HLEN), 0 without a key.
+    pub fn hash_len(&self) -> usize {
+        if self.ptr.is_null() {
+            return 0;
+        }
+        rm!(RedisModule_ValueLength(self.ptr) else 0)
+    }
+
     /// Remaining ms, or -1 without a TTL, or -2 when the key does not exist (like PTTL).
     ///
     /// Measured against the same clock the module sets deadlines with (`millis()`): on 7.2+

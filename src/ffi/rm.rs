@@ -318,6 +318,16 @@ pub fn replicate_set(ctx: Ctx, key: RStr, value: RStr, deadline: Option<i64>) {
     };
 }
 
+/// Replicate `HSET key field value`.
+pub fn replicate_hset(ctx: Ctx, key: RStr, field: RStr, value: RStr) {
+    rm!(RedisModule_Replicate(ctx.0, c"HSET".as_ptr(), c"sss".as_ptr(), key.0, field.0, value.0) else 0);
+}
+
+/// Replicate `HDEL key field`.
+pub fn replicate_hdel(ctx: Ctx, key: RStr, field: RStr) {
+    rm!(RedisModule_Replicate(ctx.0, c"HDEL".as_ptr(), c"ss".as_ptr(), key.0, field.0) else 0);
+}
+
 pub fn replicate_incr(ctx: Ctx, key: RStr) {
     rm!(RedisModule_Replicate(ctx.0, c"INCR".as_ptr(), c"s".as_ptr(), key.0) else 0);
 }

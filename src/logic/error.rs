@@ -28,6 +28,19 @@ pub enum Error {
     WrongType,
     /// The owner's field is not a positive integer count.
     CorruptCount,
+    // ---- the read-write lock (logic/rwlock) ----
+    /// READ / WRITE on a hash that is a plain lock (no `mode` field).
+    NotRwLock,
+    /// A plain LOCK.* command (no READ / WRITE) on a read-write lock.
+    IsRwLock,
+    /// The `mode` field is neither `read` nor `write`.
+    CorruptMode,
+    /// WRITE with WAIT by an owner that holds read holds: it would wait for itself.
+    UpgradeWouldDeadlock,
+    /// A read hold's timeout key would hash to another slot than the lock (cluster).
+    TimeoutKeyCrossSlot,
+    /// The user may not write a read hold's timeout key.
+    TimeoutKeyDenied,
     // ---- the fencing token (logic/fence, module/token) ----
     /// The token key holds a string that is not a decimal integer.
     TokenNotInteger,
@@ -90,6 +103,16 @@ impl Error {
             Syntax => "ERR syntax error",
             WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
             CorruptCount => "ERR lock hash holds a hold count that is not a positive integer",
+            NotRwLock => "ERR the key holds a plain lock, not a read-write lock: READ / WRITE apply only to read-write locks",
+            IsRwLock => "ERR the key holds a read-write lock: add READ or WRITE",
+            CorruptMode => "ERR read-write lock hash holds a mode that is neither 'read' nor 'write'",
+            UpgradeWouldDeadlock => {
+                "ERR this owner holds read holds on the lock: WRITE with WAIT would wait for itself (release the read holds first)"
+            }
+            TimeoutKeyCrossSlot => {
+                "CROSSSLOT the read hold's timeout key would be in another hash slot (the lock name has '{' without a hash tag)"
+            }
+            TimeoutKeyDenied => "NOPERM this user has no permissions to write the read hold's timeout keys",
             TokenNotInteger => "ERR the lock's fencing token key does not hold an integer",
             TokenOverflow => "ERR the lock's fencing token cannot grow any further",
             TokenCrossSlot => {
@@ -151,6 +174,12 @@ mod tests {
             Error::Syntax,
             Error::WrongType,
             Error::CorruptCount,
+            Error::NotRwLock,
+            Error::IsRwLock,
+            Error::CorruptMode,
+            Error::UpgradeWouldDeadlock,
+            Error::TimeoutKeyCrossSlot,
+            Error::TimeoutKeyDenied,
             Error::TokenNotInteger,
             Error::TokenOverflow,
             Error::TokenCrossSlot,

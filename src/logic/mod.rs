@@ -10,11 +10,13 @@
 //!   grant policy, its Redisson script rows and their plans
 
 pub mod args;
+pub mod command_args;
 pub mod error;
 pub mod fence;
 pub mod kinds;
 pub mod lock;
 pub mod plan;
+pub mod rwlock;
 pub mod script_table;
 pub mod scripts;
 pub mod timing;

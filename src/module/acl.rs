@@ -233,6 +233,34 @@ pub fn may_write_token(ctx: Ctx, lock: &[u8]) -> Result<(), Error> {
     }
 }
 
+/// May the calling user write `key` (a key a command derives, such as a read hold's timeout
+/// key)? Counted as a denial when not.
+pub fn may_write(ctx: Ctx, key: &[u8]) -> bool {
+    let Some(user) = calling_user(ctx) else { return true };
+    let k = OwnedStr::new(key);
+    let ok = user.may_write(k.ptr());
+    if !ok {
+        denied();
+    }
+    ok
+}
+
+/// A command that may free a lock publishes `channel` (unless `lock.publish-mode off`): the
+/// calling user must be allowed to publish there. `Err` before anything is written.
+pub fn may_publish_on(ctx: Ctx, channel: &[u8]) -> Result<(), Error> {
+    if crate::registry::config::mode() == crate::registry::config::PublishMode::Off {
+        return Ok(());
+    }
+    let Some(user) = calling_user(ctx) else { return Ok(()) };
+    let channel = OwnedStr::new(channel);
+    if user.may_publish(channel.ptr()) {
+        Ok(())
+    } else {
+        denied();
+        Err(Error::PublishDenied)
+    }
+}
+
 /// May the calling user read `key` (LOCK.INFO's token key)?
 pub fn may_read(ctx: Ctx, key: &[u8]) -> bool {
     let Some(user) = calling_user(ctx) else { return true };

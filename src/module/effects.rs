@@ -96,6 +96,11 @@ pub fn delete(ctx: Ctx, key: &Key, name: RStr) {
 
 /// Publish the release message `0` on the lock's channel, per `lock.publish-mode`.
 pub fn publish_release(ctx: Ctx, name: RStr) {
+    publish_message(ctx, &config::channel(rm::bytes(&name)), rm::zero().ptr());
+}
+
+/// Publish `msg` on `channel` as a release message of any kind, per `lock.publish-mode`.
+pub fn publish_message(ctx: Ctx, channel: &[u8], msg: RStr) {
     let mode = config::mode();
     if mode == PublishMode::Off {
         return;
@@ -105,8 +110,64 @@ pub fn publish_release(ctx: Ctx, name: RStr) {
         PublishMode::Sharded => true,
         PublishMode::Global | PublishMode::Off => false,
     };
-    let channel = OwnedStr::new(&config::channel(rm::bytes(&name)));
-    publish(ctx, channel.ptr(), rm::zero().ptr(), sharded);
+    let channel = OwnedStr::new(channel);
+    publish(ctx, channel.ptr(), msg, sharded);
+}
+
+/// `HSET key field value` (a hash field other than a hold count), with its event.
+pub fn hset(ctx: Ctx, key: &Key, name: RStr, field: RStr, value: RStr) {
+    key.hash_set(field, value);
+    rm::replicate_hset(ctx, name, field, value);
+    rm::notify(ctx, NOTIFY_HASH, c"hset", name);
+}
+
+/// `HDEL key field`, with its event (and `del` when the hash went with its last field).
+pub fn hdel(ctx: Ctx, key: &Key, name: RStr, field: RStr) {
+    key.hash_del(field);
+    rm::replicate_hdel(ctx, name, field);
+    rm::notify(ctx, NOTIFY_HASH, c"hdel", name);
+    if key.hash_len() == 0 {
+        rm::notify(ctx, NOTIFY_GENERIC, c"del", name);
+    }
+}
+
+/// `SET name 1 PX ms` on another key than the one the command opened (a read hold's timeout
+/// key), replicated as SET ... PXAT with the events SET fires.
+pub fn set_marker(ctx: Ctx, name: RStr, deadline: i64, now: i64) {
+    let key = Key::write(ctx, name);
+    let one = rm::one();
+    key.string_set(one.ptr());
+    key.set_deadline(deadline, now);
+    rm::replicate_set(ctx, name, one.ptr(), Some(deadline));
+    rm::notify(ctx, NOTIFY_STRING, c"set", name);
+    rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);
+    rm::signal_modified(ctx, name);
+}
+
+/// Move the deadline of key `name` (if it exists) to `deadline`: PEXPIREAT, with its event.
+pub fn expire_named(ctx: Ctx, name: RStr, deadline: i64, now: i64) -> bool {
+    let key = Key::write(ctx, name);
+    if key.kind() == crate::ffi::key::KeyKind::Empty {
+        return false;
+    }
+    key.set_deadline(deadline, now);
+    rm::replicate_pexpireat(ctx, name, OwnedStr::from_i64(deadline).ptr());
+    rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);
+    rm::signal_modified(ctx, name);
+    true
+}
+
+/// Delete key `name` if it exists (DEL), with its event. Whether it existed.
+pub fn delete_named(ctx: Ctx, name: RStr) -> bool {
+    let key = Key::write(ctx, name);
+    if key.kind() == crate::ffi::key::KeyKind::Empty {
+        return false;
+    }
+    key.delete();
+    rm::replicate_del(ctx, name);
+    rm::notify(ctx, NOTIFY_GENERIC, c"del", name);
+    rm::signal_modified(ctx, name);
+    true
 }
 
 /// Publish `msg` on `channel` (sharded: SPUBLISH semantics). Outside cluster mode the publish

@@ -3,12 +3,15 @@
 //! - shared: `acl`, `cluster`, `effects` (every write with its replication and events), `token`,
 //!   `writes` (write refusals), `wait` (blocked clients, grants, timers, events), `scripts`
 //!   (the command filter of `lock.redisson-scripts native`)
-//! - one folder per kind (`lock`: the reentrant lock)
+//! - `commands`: the LOCK.* entry points, dispatching to a kind
+//! - one folder per kind (`lock`: the reentrant lock, `rwlock`: the read-write lock)
 
 pub mod acl;
 pub mod cluster;
+pub mod commands;
 pub mod effects;
 pub mod lock;
+pub mod rwlock;
 pub mod scripts;
 pub mod token;
 pub mod wait;

@@ -1,6 +1,6 @@
 //! What a command's table row holds: its entry point, registration flags and key positions,
 //! COMMAND DOCS / COMMAND INFO metadata (summary, complexity, arity, key specs, arguments), ACL
-//! categories. Each row sits beside its handler (`module/<kind>/commands.rs`); `lib.rs` lists
+//! categories. Each row sits beside its handler (`module/commands.rs`, `module/scripts/native.rs`); `lib.rs` lists
 //! the rows and ffi/command_info.rs registers them.
 
 use crate::ffi::command::Entry;
@@ -14,6 +14,8 @@ pub enum ArgKind {
     Int,
     /// A flag given by its token alone (`FENCE`).
     PureToken,
+    /// One of these arguments (`READ | WRITE`).
+    OneOf(&'static [Arg]),
 }
 
 pub struct Arg {
@@ -26,6 +28,13 @@ pub struct Arg {
 
 pub const fn arg(name: &'static CStr, kind: ArgKind) -> Arg {
     Arg { name, kind, token: None, optional: false, multiple: false }
+}
+
+impl Arg {
+    /// The same argument introduced by `token`.
+    pub const fn token(self, token: &'static CStr) -> Arg {
+        Arg { token: Some(token), ..self }
+    }
 }
 
 pub const fn opt(name: &'static CStr, kind: ArgKind, token: Option<&'static CStr>) -> Arg {

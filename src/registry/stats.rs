@@ -34,6 +34,75 @@ impl Counter {
     }
 }
 
+/// A kind's waiting counters (the `waits_*`, `handoffs` and `grants_after_free` fields are
+/// their sums over every kind).
+pub struct KindStats {
+    pub waits_started: Counter,
+    pub waits_granted: Counter,
+    pub waits_timed_out: Counter,
+    pub waits_cancelled: Counter,
+    pub handoffs: Counter,
+    pub grants_after_free: Counter,
+}
+
+impl KindStats {
+    const fn new() -> KindStats {
+        KindStats {
+            waits_started: Counter::new(),
+            waits_granted: Counter::new(),
+            waits_timed_out: Counter::new(),
+            waits_cancelled: Counter::new(),
+            handoffs: Counter::new(),
+            grants_after_free: Counter::new(),
+        }
+    }
+
+    fn fields(&self) -> [(&'static str, &Counter); 6] {
+        [
+            ("waits_started", &self.waits_started),
+            ("waits_granted", &self.waits_granted),
+            ("waits_timed_out", &self.waits_timed_out),
+            ("waits_cancelled", &self.waits_cancelled),
+            ("handoffs", &self.handoffs),
+            ("grants_after_free", &self.grants_after_free),
+        ]
+    }
+}
+
+/// The plain lock's waiting counters (INFO shows them as the sums, with no prefix).
+pub static LOCK: KindStats = KindStats::new();
+/// The read-write lock's (INFO: `rwlock_*`).
+pub static RWLOCK: KindStats = KindStats::new();
+
+pub static RW_ACQUIRES_READ: Counter = Counter::new();
+pub static RW_ACQUIRES_WRITE: Counter = Counter::new();
+pub static RW_ACQUIRES_REENTRANT: Counter = Counter::new();
+pub static RW_ACQUIRES_CONTENDED: Counter = Counter::new();
+pub static RW_RELEASES_READ: Counter = Counter::new();
+pub static RW_RELEASES_WRITE: Counter = Counter::new();
+pub static RW_RELEASES_FULL: Counter = Counter::new();
+pub static RW_RELEASES_NOT_OWNER: Counter = Counter::new();
+pub static RW_RENEWALS_OK: Counter = Counter::new();
+pub static RW_RENEWALS_MISSED: Counter = Counter::new();
+pub static RW_FORCE_RELEASES: Counter = Counter::new();
+/// Read-mode hashes whose every read hold had expired, cleared for a writer.
+pub static RW_EXPIRED_HOLDS: Counter = Counter::new();
+
+const RW_FIELDS: [(&CStr, &Counter); 12] = [
+    (c"rwlock_acquires_read", &RW_ACQUIRES_READ),
+    (c"rwlock_acquires_write", &RW_ACQUIRES_WRITE),
+    (c"rwlock_acquires_reentrant", &RW_ACQUIRES_REENTRANT),
+    (c"rwlock_acquires_contended", &RW_ACQUIRES_CONTENDED),
+    (c"rwlock_releases_read", &RW_RELEASES_READ),
+    (c"rwlock_releases_write", &RW_RELEASES_WRITE),
+    (c"rwlock_releases_full", &RW_RELEASES_FULL),
+    (c"rwlock_releases_not_owner", &RW_RELEASES_NOT_OWNER),
+    (c"rwlock_renewals_ok", &RW_RENEWALS_OK),
+    (c"rwlock_renewals_missed", &RW_RENEWALS_MISSED),
+    (c"rwlock_force_releases", &RW_FORCE_RELEASES),
+    (c"rwlock_expired_holds_cleared", &RW_EXPIRED_HOLDS),
+];
+
 pub static ACQUIRES_NEW: Counter = Counter::new();
 pub static ACQUIRES_REENTRANT: Counter = Counter::new();
 pub static ACQUIRES_CONTENDED: Counter = Counter::new();
@@ -105,8 +174,13 @@ const FIELDS: [(&CStr, &Counter); 30] = [
 
 /// Zero every counter (module load and unload: a reloaded module starts afresh).
 pub fn reset() {
-    for (_, c) in FIELDS {
+    for (_, c) in FIELDS.iter().chain(RW_FIELDS.iter()) {
         c.reset();
+    }
+    for k in [&LOCK, &RWLOCK] {
+        for (_, c) in k.fields() {
+            c.reset();
+        }
     }
     for c in REDISSON_NATIVE.iter().chain(REDISSON_LUA.iter()) {
         c.reset();
@@ -142,6 +216,14 @@ fn write_info(info: &mut Info) {
             if let Ok(name) = std::ffi::CString::new(format!("redisson_{base}_{suffix}")) {
                 info.field(&name, n);
             }
+        }
+    }
+    for (name, c) in RW_FIELDS {
+        info.field(name, c.get());
+    }
+    for (name, c) in RWLOCK.fields() {
+        if let Ok(name) = std::ffi::CString::new(format!("rwlock_{name}")) {
+            info.field(&name, c.get());
         }
     }
     let [waiters, keys, turns] = [&WAITERS, &KEYS, &TURNS].map(|g| g.load(Ordering::Relaxed));

@@ -1,6 +1,5 @@
 //! The reentrant lock (Redisson's `RLock` layout: a hash of owner -> hold count with a lease).
 
-pub mod args;
 pub mod policy;
 #[cfg(test)]
 mod script_plan_tests;

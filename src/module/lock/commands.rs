@@ -1,49 +1,42 @@
-//! The LOCK.* command handlers: parse, read the key, decide (state.rs), write (effects.rs).
-//! Every refusal happens before the first write.
+//! The plain lock's LOCK.* commands (no `READ` / `WRITE`; `module/commands.rs` parses and
+//! dispatches here): read the key, decide (state.rs), write (effects.rs). Every refusal
+//! happens before the first write.
 
-use crate::ffi::command::{entry, run};
 use crate::ffi::key::{Key, KeyKind};
-use crate::ffi::rm::{self, Ctx, RStr};
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
 use crate::logic::args;
+use crate::logic::command_args::{AcquireArgs, ReleaseArgs, RenewArgs};
 use crate::logic::error::Error;
-use crate::logic::lock::args as lock_args;
 use crate::logic::lock::policy::Request;
 use crate::logic::lock::state::{self, LockView};
 use crate::module::effects;
 use crate::module::lock::waiting::Lock;
 use crate::module::token;
 use crate::module::wait;
-use crate::registry::cmdinfo::{
-    arg, opt, ArgKind, Keys, Spec, RO_ACCESS, RW_ACCESS_DELETE, RW_ACCESS_UPDATE, RW_UPDATE,
-};
 use crate::registry::stats;
 
-/// Read what the lock key holds for `owner`.
-fn view(key: &Key, owner: RStr) -> LockView {
-    match key.kind() {
+/// Read what the lock key holds for `owner`. A read-write lock (a hash whose `mode` field is
+/// `read` or `write`) is refused: its commands take `READ` / `WRITE`.
+fn view(key: &Key, owner: RStr) -> Result<LockView, Error> {
+    Ok(match key.kind() {
         KeyKind::Empty => LockView::Free,
         KeyKind::String | KeyKind::SortedSet | KeyKind::Other => LockView::WrongType,
-        KeyKind::Hash => LockView::Hash { mine: key.hash_get(owner, state::parse_count) },
-    }
+        KeyKind::Hash => {
+            if is_rwlock(key) {
+                return Err(Error::IsRwLock);
+            }
+            LockView::Hash { mine: key.hash_get(owner, state::parse_count) }
+        }
+    })
 }
 
-/// argv[1] and argv[2]: the key and owner strings (arity was checked by the parser).
-fn key_owner(strs: &[RStr]) -> Result<(RStr, RStr), Error> {
-    match strs {
-        [k, o, ..] => Ok((*k, *o)),
-        _ => Err(Error::Arity),
-    }
+/// Whether a hash holds a read-write lock: its `mode` field is `read` or `write`.
+pub fn is_rwlock(key: &Key) -> bool {
+    let mode = OwnedStr::new(b"mode");
+    key.hash_get(mode.ptr(), |m| m == b"read" || m == b"write").unwrap_or(false)
 }
 
-/// The key of a command that takes nothing else (FORCERELEASE, INFO).
-fn only_key(strs: &[RStr], argv: &[&[u8]]) -> Result<RStr, Error> {
-    lock_args::key_only(argv)?;
-    strs.first().copied().ok_or(Error::Arity)
-}
-
-fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
-    let a = lock_args::acquire(argv)?;
-    let (name, owner) = key_owner(strs)?;
+pub fn acquire(ctx: Ctx, name: RStr, owner: RStr, a: &AcquireArgs<'_>) -> Result<(), Error> {
     // FENCE writes the token key: the user must be allowed to (checked before any write, and
     // before a wait whose grant would write it).
     if a.fence {
@@ -56,14 +49,14 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
         _ => None,
     };
     let key = Key::write(ctx, name);
-    let mut v = view(&key, owner);
+    let mut v = view(&key, owner)?;
     // Waiters go first: a lock freed behind our back (expiry, DEL...) and not yet handed over
     // belongs to the head of the queue, not to this newcomer; nor does a lock kept for a
     // Redisson script owner's turn.
     let mut turn_pttl = None;
     if v == LockView::Free && wait::has_waiters::<Lock>(ctx, name) {
         if wait::grant_head::<Lock>(ctx, &key, name, now, false) {
-            v = view(&key, owner);
+            v = view(&key, owner)?;
         } else if let wait::Turn::Wait(ms) = wait::turn::<Lock>(ctx, name, a.owner, now) {
             turn_pttl = Some(ms);
         }
@@ -112,13 +105,11 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     Ok(())
 }
 
-fn release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
-    let a = lock_args::release(argv)?;
-    let (name, owner) = key_owner(strs)?;
+pub fn release(ctx: Ctx, name: RStr, owner: RStr, a: &ReleaseArgs<'_>) -> Result<(), Error> {
     let now = rm::millis();
     let deadline = a.lease_ms.map(|l| args::deadline(now, l, args::LEASE)).transpose()?;
     let key = Key::write(ctx, name);
-    match state::release(&view(&key, owner))? {
+    match state::release(&view(&key, owner)?)? {
         state::Release::NotOwner => {
             stats::RELEASES_NOT_OWNER.inc();
             rm::reply_null(ctx);
@@ -150,13 +141,11 @@ fn free_lock(ctx: Ctx, key: &Key, name: RStr, now: i64) {
     }
 }
 
-fn renew(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
-    let a = lock_args::renew(argv)?;
-    let (name, owner) = key_owner(strs)?;
+pub fn renew(ctx: Ctx, name: RStr, owner: RStr, a: &RenewArgs<'_>) -> Result<(), Error> {
     let now = rm::millis();
     let deadline = args::deadline(now, a.lease_ms, args::LEASE)?;
     let key = Key::write(ctx, name);
-    if state::renew(&view(&key, owner))? {
+    if state::renew(&view(&key, owner)?)? {
         effects::set_lease(ctx, &key, name, deadline, now);
         rm::signal_modified(ctx, name);
         stats::RENEWALS_OK.inc();
@@ -168,9 +157,8 @@ fn renew(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     Ok(())
 }
 
-fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
-    let name = only_key(strs, argv)?;
-    let key = Key::write(ctx, name);
+/// LOCK.FORCERELEASE of a plain lock (`key` opened for writing).
+pub fn force_release(ctx: Ctx, key: &Key, name: RStr) -> Result<(), Error> {
     match key.kind() {
         KeyKind::String | KeyKind::SortedSet | KeyKind::Other => return Err(Error::WrongType),
         KeyKind::Empty => {
@@ -179,7 +167,7 @@ fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
         }
         KeyKind::Hash => {
             crate::module::acl::may_publish_release(ctx, rm::bytes(&name))?;
-            free_lock(ctx, &key, name, rm::millis());
+            free_lock(ctx, key, name, rm::millis());
             stats::FORCE_RELEASES.inc();
             rm::reply_int(ctx, 1);
         }
@@ -187,9 +175,8 @@ fn force_release(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     Ok(())
 }
 
-fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
-    let name = only_key(strs, argv)?;
-    let key = Key::read(ctx, name);
+/// LOCK.INFO of a plain lock (`key` opened for reading).
+pub fn info(ctx: Ctx, key: &Key, name: RStr) -> Result<(), Error> {
     match key.kind() {
         KeyKind::Empty => {
             rm::reply_null(ctx);
@@ -223,84 +210,3 @@ fn info(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     };
     Ok(())
 }
-
-entry!(acquire_cmd, |ctx, argv| run(ctx, argv, acquire));
-entry!(release_cmd, |ctx, argv| run(ctx, argv, release));
-entry!(renew_cmd, |ctx, argv| run(ctx, argv, renew));
-entry!(force_release_cmd, |ctx, argv| run(ctx, argv, force_release));
-entry!(info_cmd, |ctx, argv| run(ctx, argv, info));
-
-/// The plain lock's commands: entry point, registration flags, key positions, COMMAND DOCS.
-pub const COMMANDS: [Spec; 5] = [
-    Spec {
-        name: c"lock.acquire",
-        handler: acquire_cmd,
-        flags: c"write deny-oom",
-        acl: c"write blocking",
-        arity: -4,
-        summary:
-            c"Acquires (or re-enters) a lock for an owner with a lease; optionally waits in a FIFO queue and issues a fencing token",
-        complexity: c"O(1)",
-        key_flags: RW_ACCESS_UPDATE,
-        keys: Keys::First,
-        args: &[
-            arg(c"key", ArgKind::Key),
-            arg(c"owner", ArgKind::Str),
-            arg(c"lease-ms", ArgKind::Int),
-            opt(c"timeout-ms", ArgKind::Int, Some(c"WAIT")),
-            opt(c"fence", ArgKind::PureToken, Some(c"FENCE")),
-        ],
-    },
-    Spec {
-        name: c"lock.release",
-        handler: release_cmd,
-        flags: c"write",
-        acl: c"write fast",
-        arity: -3,
-        summary: c"Releases one hold of a lock; frees it (or hands it to the next waiter) on the last hold",
-        complexity: c"O(1)",
-        key_flags: RW_ACCESS_DELETE,
-        keys: Keys::First,
-        args: &[
-            arg(c"key", ArgKind::Key),
-            arg(c"owner", ArgKind::Str),
-            opt(c"lease-ms", ArgKind::Int, None),
-        ],
-    },
-    Spec {
-        name: c"lock.renew",
-        handler: renew_cmd,
-        flags: c"write fast",
-        acl: c"write fast",
-        arity: 4,
-        summary: c"Resets the lease of a lock held by the owner (watchdog renewal)",
-        complexity: c"O(1)",
-        key_flags: RW_UPDATE,
-        keys: Keys::First,
-        args: &[arg(c"key", ArgKind::Key), arg(c"owner", ArgKind::Str), arg(c"lease-ms", ArgKind::Int)],
-    },
-    Spec {
-        name: c"lock.forcerelease",
-        handler: force_release_cmd,
-        flags: c"write fast",
-        acl: c"write fast",
-        arity: 2,
-        summary: c"Frees a lock whoever holds it (or hands it to the next waiter)",
-        complexity: c"O(1)",
-        key_flags: RW_ACCESS_DELETE,
-        keys: Keys::First,
-        args: &[arg(c"key", ArgKind::Key)],
-    },
-    Spec {
-        name: c"lock.info",
-        handler: info_cmd,
-        flags: c"readonly fast",
-        acl: c"read fast",
-        arity: 2,
-        summary: c"Returns a lock's owners with hold counts, its PTTL, the number of waiting clients and its last fencing token",
-        complexity: c"O(N) where N is the number of owner fields (1 for a Redisson lock)",
-        key_flags: RO_ACCESS,
-        keys: Keys::First,
-        args: &[arg(c"key", ArgKind::Key)],
-    },
-];

@@ -8,6 +8,7 @@ use crate::logic::lock::policy::{LockPolicy, Request};
 use crate::module::wait::{Grant, Kind, Look, Table};
 use crate::module::{acl, effects, token};
 use crate::registry::config;
+use crate::registry::stats::{self, KindStats};
 
 /// The kind (a type for the generic waiting core).
 pub struct Lock;
@@ -23,7 +24,11 @@ impl Kind for Lock {
         &TABLE
     }
 
-    fn look(key: &Key) -> Look<()> {
+    fn stats() -> &'static KindStats {
+        &stats::LOCK
+    }
+
+    fn look(_: Ctx, key: &Key, _: RStr) -> Look<()> {
         match key.kind() {
             KeyKind::Empty => Look::Open(()),
             KeyKind::Hash => Look::Held(key.deadline()),

@@ -61,6 +61,7 @@ impl<K: Kind> Waits for Callbacks<K> {
             let id = table.with(|s| s.by_client.get(&bc).copied());
             if id.is_some() {
                 stats::WAITS_CANCELLED.inc();
+                K::stats().waits_cancelled.inc();
             }
             let w = id.and_then(|id| table.take(ctx, id));
             K::reply_not_granted(ctx, argv, w.as_ref().map(|w| &w.req));
@@ -74,6 +75,7 @@ impl<K: Kind> Waits for Callbacks<K> {
             if let Some(id) = table.with(|s| s.by_client.get(&bc).copied()) {
                 found = table.take(ctx, id).is_some();
                 stats::WAITS_CANCELLED.inc();
+                K::stats().waits_cancelled.inc();
             }
         });
         found

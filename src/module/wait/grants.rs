@@ -53,7 +53,10 @@ pub fn grant_head<K: Kind>(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: b
         }
         Gate::Open => {}
     }
-    let Look::Open(view) = K::look(key) else { return false };
+    let view = match K::look(ctx, key, name) {
+        Look::Open(v) | Look::Shared(v, _) => v,
+        Look::Held(_) | Look::WrongType => return false,
+    };
     let mut round = K::Policy::start(view);
     let mut any = false;
     loop {
@@ -74,6 +77,7 @@ pub fn grant_head<K: Kind>(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: b
             Step::DropTurn => continue, // the script owner stopped trying
             Step::TimeOut => {
                 stats::WAITS_TIMED_OUT.inc();
+                K::stats().waits_timed_out.inc();
                 unblock::<K>(w.handle, Outcome::TimedOut(w.req));
                 continue;
             }
@@ -98,17 +102,22 @@ pub fn grant_head<K: Kind>(ctx: Ctx, key: &Key, name: RStr, now: i64, handoff: b
             }
         }
         stats::WAITS_GRANTED.inc();
+        K::stats().waits_granted.inc();
         if handoff {
             stats::HANDOFFS.inc();
+            K::stats().handoffs.inc();
         } else {
             stats::GRANTS_AFTER_FREE.inc();
+            K::stats().grants_after_free.inc();
         }
         K::Policy::granted(&mut round, &w.owner, grant);
         any = true;
     }
-    if any {
-        if let Look::Held(deadline) = K::look(key) {
-            arm_expiry::<K>(ctx, &kid, deadline, now);
+    // Waiters may remain: keep a timer at the end of the holds they wait for.
+    if table.with(|s| s.q.has(&kid)) {
+        match K::look(ctx, key, name) {
+            Look::Held(deadline) | Look::Shared(_, deadline) => arm_expiry::<K>(ctx, &kid, deadline, now),
+            Look::Open(_) | Look::WrongType => {}
         }
     }
     any
@@ -195,11 +204,11 @@ fn check_key<K: Kind>(ctx: Ctx, kid: &KeyId, now: i64) {
     rm::select_db(ctx, kid.0);
     let name = OwnedStr::new(&kid.1);
     let key = Key::write(ctx, name.ptr());
-    match K::look(&key) {
-        // Available: grant it, if this node still serves it (cluster). While the server keeps
-        // its dataset still (CLIENT PAUSE, FAILOVER), an expired key is not deleted and opens
-        // as empty; `grant_head` puts the grant off until the pause ends.
-        Look::Open(_) => match cluster::may_grant(ctx, name.ptr()) {
+    match K::look(ctx, &key, name.ptr()) {
+        // Available (to some): grant it, if this node still serves it (cluster). While the
+        // server keeps its dataset still (CLIENT PAUSE, FAILOVER), an expired key is not
+        // deleted and opens as empty; `grant_head` puts the grant off until the pause ends.
+        Look::Open(_) | Look::Shared(..) => match cluster::may_grant(ctx, name.ptr()) {
             Here::Moved => fail_all::<K>(ctx, kid, Error::SlotMoved),
             Here::Later => defer::<K>(ctx, kid.clone()),
             Here::Yes => {

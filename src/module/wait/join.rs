@@ -53,6 +53,7 @@ pub fn block<K: Kind>(
     // A blocked client is always queued (only turns are refused).
     let Some(id) = id else { return };
     stats::WAITS_STARTED.inc();
+    K::stats().waits_started.inc();
     if let Some(d) = wait_deadline {
         arm_wait_timer::<K>(ctx, id, timing::period(d, now));
     }
@@ -99,7 +100,30 @@ fn on_wait_timer<K: Kind>(ctx: Ctx, id: u64) {
         }
         if let Some(w) = table.take(ctx, id) {
             stats::WAITS_TIMED_OUT.inc();
+            K::stats().waits_timed_out.inc();
             unblock::<K>(w.handle, Outcome::TimedOut(w.req));
         }
     });
+}
+
+/// Clients of kind `K` waiting on `key` in `db`, split by `pred` on their request: (those it
+/// holds for, the others).
+pub fn waiting_split<K: Kind>(db: i32, key: &[u8], pred: impl Fn(&Req<K>) -> bool) -> (usize, usize) {
+    let table = K::table();
+    if table.clients() == 0 {
+        return (0, 0);
+    }
+    table.with(|s| {
+        let kid = (db, key.to_vec());
+        let mut out = (0, 0);
+        for id in s.q.ids_of(&kid) {
+            match s.q.get(id) {
+                Some(w) if w.is_turn() => {}
+                Some(w) if pred(&w.req) => out.0 += 1,
+                Some(_) => out.1 += 1,
+                None => {}
+            }
+        }
+        out
+    })
 }

@@ -7,6 +7,7 @@ use crate::ffi::rm::{Ctx, RStr};
 use crate::logic::error::Error;
 use crate::logic::wait::policy::Policy;
 use crate::module::acl::WaiterUser;
+use crate::registry::stats::KindStats;
 
 /// A kind's request (what a waiter asks for).
 pub type Req<K> = <<K as Kind>::Policy as Policy>::Request;
@@ -15,6 +16,9 @@ pub type Req<K> = <<K as Kind>::Policy as Policy>::Request;
 pub enum Look<V> {
     /// Waiters may be granted: the policy's view of the key (e.g. a free lock).
     Open(V),
+    /// Some waiters may be granted beside the current holders (readers beside readers): the
+    /// policy's view, and when the current holds end (a timer is armed for it).
+    Shared(V, Option<i64>),
     /// Nothing to grant until the key changes; `Some(deadline)`: its lease ends then (unix ms),
     /// and a timer is armed for it.
     Held(Option<i64>),
@@ -45,8 +49,10 @@ pub trait Kind: Sized + 'static {
     type Granted: 'static;
     /// The kind's waiter table (a `static`).
     fn table() -> &'static Table<Self::Policy>;
-    /// What the key (open for writing) looks like now.
-    fn look(key: &Key) -> Look<<Self::Policy as Policy>::View>;
+    /// The kind's own waiting counters (INFO; the `waits_*` fields are their sums).
+    fn stats() -> &'static KindStats;
+    /// What the key `name` (open for writing) looks like now.
+    fn look(ctx: Ctx, key: &Key, name: RStr) -> Look<<Self::Policy as Policy>::View>;
     /// Write one grant: first what only the server can check (ACL, a token key), then the
     /// effects. An `Err` is the waiter's error reply; nothing was written for it.
     fn apply(ctx: Ctx, g: Grant<'_, Self>) -> Result<Self::Granted, Error>;

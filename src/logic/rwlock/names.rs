@@ -1,0 +1,78 @@
+//! The names a read-write lock derives from its key, as Redisson spells them: the writer's
+//! field, the timeout key of each read hold, the channel.
+//!
+//! Redisson's rule: `{K}` in the derived name, or `K` as is when it already contains `{`, so a
+//! derived key stays in the lock's hash slot wherever the key's hash tag allows it (a key with
+//! an empty tag, `a{}b`, does not: the glue checks the slot in a cluster).
+
+use crate::logic::args::derived_name;
+
+/// The `mode` field and its two values.
+pub const MODE: &[u8] = b"mode";
+pub const READ: &[u8] = b"read";
+pub const WRITE: &[u8] = b"write";
+
+/// The channel prefix of every read-write lock (`redisson_rwlock:{K}`).
+pub const CHANNEL_PREFIX: &[u8] = b"redisson_rwlock";
+
+/// The release channel of lock `key`.
+pub fn channel(key: &[u8]) -> Vec<u8> {
+    derived_name(CHANNEL_PREFIX, key)
+}
+
+/// The writer's field of `owner`: `<owner>:write`.
+pub fn write_field(owner: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(owner.len() + 6);
+    f.extend_from_slice(owner);
+    f.extend_from_slice(b":write");
+    f
+}
+
+/// `{K}` (or `K` when it contains `{`): what every derived key of the lock starts with.
+pub fn key_prefix(key: &[u8]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(key.len() + 2);
+    if key.contains(&b'{') {
+        p.extend_from_slice(key);
+    } else {
+        p.push(b'{');
+        p.extend_from_slice(key);
+        p.push(b'}');
+    }
+    p
+}
+
+/// The timeout-key prefix of `field` (a reader's owner id): `<key prefix>:<field>:rwlock_timeout`.
+pub fn timeout_prefix(key: &[u8], field: &[u8]) -> Vec<u8> {
+    let mut p = key_prefix(key);
+    p.reserve(field.len() + 16);
+    p.push(b':');
+    p.extend_from_slice(field);
+    p.extend_from_slice(b":rwlock_timeout");
+    p
+}
+
+/// The timeout key of read hold number `n` of `field`: `<timeout prefix>:<n>`.
+pub fn timeout_key(prefix: &[u8], n: i64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(prefix.len() + 21);
+    k.extend_from_slice(prefix);
+    k.push(b':');
+    k.extend_from_slice(n.to_string().as_bytes());
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_redissons_rule() {
+        assert_eq!(channel(b"cat"), b"redisson_rwlock:{cat}");
+        assert_eq!(channel(b"a{t}b"), b"redisson_rwlock:a{t}b");
+        assert_eq!(write_field(b"u:1"), b"u:1:write");
+        let p = timeout_prefix(b"cat", b"u:1");
+        assert_eq!(p, b"{cat}:u:1:rwlock_timeout");
+        assert_eq!(timeout_key(&p, 12), b"{cat}:u:1:rwlock_timeout:12");
+        assert_eq!(timeout_prefix(b"a{t}", b"o"), b"a{t}:o:rwlock_timeout");
+        assert_eq!(key_prefix(b"x"), b"{x}");
+    }
+}

@@ -1,0 +1,436 @@
+//! The read-write lock's LOCK.* commands (`READ` / `WRITE`; `module/commands.rs` dispatches
+//! here): parse, read the hash, decide (`logic/rwlock/state.rs`), check, write. Every refusal
+//! happens before the first write. The writes are Redisson's (its layout, TTLs, timeout keys
+//! and messages), so Redisson clients and LOCK.* clients share one lock.
+
+use crate::ffi::key::Key;
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
+use crate::logic::args;
+use crate::logic::command_args::{Access, AcquireArgs, ReleaseArgs, RenewArgs};
+use crate::logic::error::Error;
+use crate::logic::rwlock::names;
+use crate::logic::rwlock::policy::Request;
+use crate::logic::rwlock::state::{self, Mode, ReadAfter, ReadRelease, RwView, Take, WriteRelease};
+use crate::module::rwlock::holds::{self, MAX_WALK};
+use crate::module::rwlock::waiting::RwLock;
+use crate::module::{acl, cluster, effects, token, wait};
+use crate::registry::stats;
+
+/// The message a read unlock publishes when it frees the lock (`0`), and a write unlock or a
+/// force release (`1`): Redisson's.
+fn message(access: Access) -> crate::ffi::rm::Shared {
+    match access {
+        Access::Read => rm::zero(),
+        Access::Write => rm::one(),
+    }
+}
+
+/// Publish a freed lock's message, unless a LOCK.* waiter took it.
+fn hand_over_or_publish(ctx: Ctx, key: &Key, name: RStr, now: i64, msg: Access) {
+    if !wait::grant_head::<RwLock>(ctx, key, name, now, true) {
+        let m = message(msg);
+        effects::publish_message(ctx, &names::channel(rm::bytes(&name)), m.ptr());
+    }
+}
+
+/// A read hold's timeout key, checked as if the client had named it: in the lock's slot
+/// (cluster) and writable by the user.
+pub fn timeout_key(ctx: Ctx, lock: &[u8], owner: &[u8], n: i64) -> Result<Vec<u8>, Error> {
+    let tk = names::timeout_key(&names::timeout_prefix(lock, owner), n);
+    check_derived(ctx, lock, &tk)?;
+    Ok(tk)
+}
+
+fn check_derived(ctx: Ctx, lock: &[u8], tk: &[u8]) -> Result<(), Error> {
+    if cluster::enabled() && cluster::key_slot(tk) != cluster::key_slot(lock) {
+        return Err(Error::TimeoutKeyCrossSlot);
+    }
+    if !acl::may_write(ctx, tk) {
+        return Err(Error::TimeoutKeyDenied);
+    }
+    Ok(())
+}
+
+/// A hold to write, decided and checked.
+pub struct Hold<'a> {
+    pub owner: &'a [u8],
+    pub access: Access,
+    /// `Create` or `Add`.
+    pub take: Take,
+    /// The hash's new deadline.
+    pub deadline: i64,
+    /// A read hold's timeout key and its deadline.
+    pub marker: Option<(Vec<u8>, i64)>,
+}
+
+/// What an acquire (or a grant) takes: `take` is `Create` or `Add`.
+pub struct Want<'a> {
+    pub owner: &'a [u8],
+    pub access: Access,
+    pub take: Take,
+    pub lease_ms: i64,
+}
+
+/// Decide where a hold's deadlines go and check what only the server can (the timeout key),
+/// before anything is written.
+pub fn prepare<'a>(ctx: Ctx, key: &Key, lock: &[u8], want: Want<'a>, now: i64) -> Result<Hold<'a>, Error> {
+    let Want { owner, access, take, lease_ms } = want;
+    let lease_end = args::deadline(now, lease_ms, args::LEASE)?;
+    let (deadline, marker) = match (access, take) {
+        (Access::Read, t) => {
+            let n = match t {
+                Take::Add { count } => count,
+                _ => 1,
+            };
+            let tk = timeout_key(ctx, lock, owner, n)?;
+            // The hash lives as long as its longest hold: max(PTTL, lease).
+            let d = match t {
+                Take::Add { .. } => key.deadline().map_or(lease_end, |cur| cur.max(lease_end)),
+                _ => lease_end,
+            };
+            (d, Some((tk, lease_end)))
+        }
+        (Access::Write, Take::Add { .. }) => {
+            // Redisson's write re-entry: the TTL becomes PTTL + lease (it grows).
+            let ms = key.pttl().checked_add(lease_ms).ok_or(Error::Overflow(args::LEASE))?;
+            (args::deadline(now, ms, args::LEASE)?, None)
+        }
+        (Access::Write, _) => (lease_end, None),
+    };
+    Ok(Hold { owner, access, take, deadline, marker })
+}
+
+/// Write a prepared hold: the mode (a new lock), the count, the read hold's timeout key, the
+/// hash's lease.
+pub fn write(ctx: Ctx, key: &Key, name: RStr, h: &Hold<'_>, now: i64) {
+    let field = match h.access {
+        Access::Read => OwnedStr::new(h.owner),
+        Access::Write => OwnedStr::new(&names::write_field(h.owner)),
+    };
+    let (count, fresh) = match h.take {
+        Take::Add { count } => (count, false),
+        _ => (1, true),
+    };
+    if fresh {
+        let mode = OwnedStr::new(names::MODE);
+        let value = OwnedStr::new(match h.access {
+            Access::Read => names::READ,
+            Access::Write => names::WRITE,
+        });
+        effects::hset(ctx, key, name, mode.ptr(), value.ptr());
+    }
+    effects::set_count(ctx, key, name, field.ptr(), count, 1);
+    if let Some((tk, d)) = &h.marker {
+        let tk = OwnedStr::new(tk);
+        effects::set_marker(ctx, tk.ptr(), *d, now);
+    }
+    if fresh || key.deadline() != Some(h.deadline) {
+        effects::set_lease(ctx, key, name, h.deadline, now);
+    }
+    rm::signal_modified(ctx, name);
+}
+
+/// A read-mode hash whose every read hold expired (Redisson's read unlock would delete it): it
+/// no longer keeps anyone out. Delete it and its stale fields' timeout keys.
+pub fn clear_expired(ctx: Ctx, key: &Key, name: RStr) {
+    for tk in holds::all_timeout_keys(key, rm::bytes(&name)) {
+        let tk = OwnedStr::new(&tk);
+        effects::delete_named(ctx, tk.ptr());
+    }
+    effects::delete(ctx, key, name);
+    stats::RW_EXPIRED_HOLDS.inc();
+}
+
+/// Whether a read-mode hash has no live read hold left.
+pub fn expired_reads(ctx: Ctx, key: &Key, name: RStr) -> bool {
+    matches!(holds::mode(key), Ok(Some(Mode::Read))) && !holds::walk(ctx, key, rm::bytes(&name), None).alive()
+}
+
+pub fn acquire(ctx: Ctx, name: RStr, a: &AcquireArgs<'_>, access: Access) -> Result<(), Error> {
+    let lock = rm::bytes(&name);
+    if a.fence {
+        acl::may_write_token(ctx, lock)?;
+    }
+    let now = rm::millis();
+    args::deadline(now, a.lease_ms, args::LEASE)?;
+    let wait_deadline = match a.wait_ms {
+        Some(t) if t > 0 => Some(args::deadline(now, t, args::TIMEOUT)?),
+        _ => None,
+    };
+    let key = Key::write(ctx, name);
+    let mut v = holds::view(&key, a.owner);
+    let mut queued = wait::has_waiters::<RwLock>(ctx, name);
+    // A lock freed behind our back and not yet handed over belongs to the head of the line.
+    if v == RwView::Free && queued {
+        wait::grant_head::<RwLock>(ctx, &key, name, now, false);
+        v = holds::view(&key, a.owner);
+        queued = wait::has_waiters::<RwLock>(ctx, name);
+    }
+    let mut take = match access {
+        Access::Read => state::acquire_read(&v, queued)?,
+        Access::Write => state::acquire_write(&v)?,
+    };
+    if take == Take::ContendedByReaders && !queued && expired_reads(ctx, &key, name) {
+        clear_expired(ctx, &key, name);
+        take = Take::Create;
+    }
+    match take {
+        Take::Create | Take::Add { .. } => {}
+        Take::OwnReads if a.wait_ms.is_some() => return Err(Error::UpgradeWouldDeadlock),
+        Take::Contended | Take::ContendedByReaders | Take::OwnReads => {
+            stats::RW_ACQUIRES_CONTENDED.inc();
+            let flags = rm::ctx_flags(ctx);
+            let may_block = a.wait_ms.is_some()
+                && flags & rm::CTX_MASTER != 0
+                && flags & (rm::CTX_DENY_BLOCKING | rm::CTX_MULTI | rm::CTX_LUA) == 0
+                && take != Take::OwnReads
+                && wait::admit(lock, a.owner);
+            if may_block {
+                let lock_deadline = key.deadline();
+                drop(key);
+                let req = Request { lease_ms: a.lease_ms, fence: a.fence, access };
+                wait::block::<RwLock>(ctx, name, a.owner, req, wait_deadline, lock_deadline, now);
+            } else if a.fence {
+                rm::reply_pair(ctx, key.pttl(), -1);
+            } else {
+                rm::reply_int(ctx, key.pttl());
+            }
+            return Ok(());
+        }
+    }
+    let hold = prepare(ctx, &key, lock, Want { owner: a.owner, access, take, lease_ms: a.lease_ms }, now)?;
+    let reentrant = matches!(take, Take::Add { count } if count > 1);
+    let token = if a.fence { Some(token::prepare_for(ctx, lock, reentrant)?) } else { None };
+    write(ctx, &key, name, &hold, now);
+    match access {
+        Access::Read => stats::RW_ACQUIRES_READ.inc(),
+        Access::Write => stats::RW_ACQUIRES_WRITE.inc(),
+    }
+    if reentrant {
+        stats::RW_ACQUIRES_REENTRANT.inc();
+    }
+    match token {
+        Some(t) => rm::reply_pair(ctx, -1, t.write(ctx, now)),
+        None => rm::reply_null(ctx),
+    };
+    Ok(())
+}
+
+pub fn release(ctx: Ctx, name: RStr, owner: RStr, a: &ReleaseArgs<'_>, access: Access) -> Result<(), Error> {
+    let now = rm::millis();
+    let deadline = a.lease_ms.map(|l| args::deadline(now, l, args::LEASE)).transpose()?;
+    let key = Key::write(ctx, name);
+    let v = holds::view(&key, a.owner);
+    match access {
+        Access::Read => release_read(ctx, &key, name, owner, &v, now),
+        Access::Write => release_write(ctx, &key, name, owner, &v, deadline, now),
+    }
+}
+
+fn not_held(ctx: Ctx) -> Result<(), Error> {
+    stats::RW_RELEASES_NOT_OWNER.inc();
+    rm::reply_null(ctx);
+    Ok(())
+}
+
+fn release_read(ctx: Ctx, key: &Key, name: RStr, owner: RStr, v: &RwView, now: i64) -> Result<(), Error> {
+    let ReadRelease::Drop { old } = state::release_read(v)? else { return not_held(ctx) };
+    let RwView::Held { mode, .. } = v else { return not_held(ctx) };
+    let lock = rm::bytes(&name);
+    let tk = timeout_key(ctx, lock, rm::bytes(&owner), old)?;
+    let left = old.saturating_sub(1);
+    let fields_left = key.hash_len().saturating_sub(usize::from(left <= 0));
+    let after = state::after_read_drop(fields_left, holds::walk(ctx, key, lock, Some(&tk)).longest, *mode);
+    if after == ReadAfter::Free {
+        acl::may_publish_on(ctx, &names::channel(lock))?;
+    }
+    if left > 0 {
+        effects::set_count(ctx, key, name, owner, left, -1);
+    } else {
+        effects::hdel(ctx, key, name, owner);
+    }
+    let tk = OwnedStr::new(&tk);
+    effects::delete_named(ctx, tk.ptr());
+    stats::RW_RELEASES_READ.inc();
+    match after {
+        ReadAfter::Rearm(ms) => {
+            effects::set_lease(ctx, key, name, now.saturating_add(ms), now);
+            rm::signal_modified(ctx, name);
+            rm::reply_int(ctx, 0);
+        }
+        ReadAfter::KeepWriter => {
+            rm::signal_modified(ctx, name);
+            rm::reply_int(ctx, 0);
+        }
+        ReadAfter::Free => {
+            effects::delete(ctx, key, name);
+            stats::RW_RELEASES_FULL.inc();
+            hand_over_or_publish(ctx, key, name, now, Access::Read);
+            rm::reply_int(ctx, 1);
+        }
+    }
+    Ok(())
+}
+
+fn release_write(
+    ctx: Ctx,
+    key: &Key,
+    name: RStr,
+    owner: RStr,
+    v: &RwView,
+    deadline: Option<i64>,
+    now: i64,
+) -> Result<(), Error> {
+    let field = OwnedStr::new(&names::write_field(rm::bytes(&owner)));
+    match state::release_write(v)? {
+        WriteRelease::NotHeld => return not_held(ctx),
+        WriteRelease::Decrement { count } => {
+            effects::set_count(ctx, key, name, field.ptr(), count, -1);
+            if let Some(d) = deadline {
+                effects::set_lease(ctx, key, name, d, now);
+            }
+            rm::signal_modified(ctx, name);
+            stats::RW_RELEASES_WRITE.inc();
+            rm::reply_int(ctx, 0);
+        }
+        WriteRelease::Last if key.hash_len() <= 2 => {
+            acl::may_publish_on(ctx, &names::channel(rm::bytes(&name)))?;
+            effects::delete(ctx, key, name);
+            stats::RW_RELEASES_WRITE.inc();
+            stats::RW_RELEASES_FULL.inc();
+            hand_over_or_publish(ctx, key, name, now, Access::Write);
+            rm::reply_int(ctx, 1);
+        }
+        WriteRelease::Last => {
+            // The writer keeps its read holds: the lock passes to read mode, readers at the
+            // head of the line may join them (no message, as Redisson).
+            effects::hdel(ctx, key, name, field.ptr());
+            let (mode, read) = (OwnedStr::new(names::MODE), OwnedStr::new(names::READ));
+            effects::hset(ctx, key, name, mode.ptr(), read.ptr());
+            rm::signal_modified(ctx, name);
+            stats::RW_RELEASES_WRITE.inc();
+            wait::grant_head::<RwLock>(ctx, key, name, now, true);
+            rm::reply_int(ctx, 1);
+        }
+    }
+    Ok(())
+}
+
+pub fn renew(ctx: Ctx, name: RStr, a: &RenewArgs<'_>, access: Access) -> Result<(), Error> {
+    let now = rm::millis();
+    let deadline = args::deadline(now, a.lease_ms, args::LEASE)?;
+    let key = Key::write(ctx, name);
+    let v = holds::view(&key, a.owner);
+    let renewed = match access {
+        Access::Write => {
+            let ok = state::renew_write(&v)?;
+            if ok {
+                effects::set_lease(ctx, &key, name, deadline, now);
+            }
+            ok
+        }
+        Access::Read => match state::renew_read(&v)? {
+            None => false,
+            Some(count) => {
+                let lock = rm::bytes(&name);
+                let n = usize::try_from(count).unwrap_or(0).min(MAX_WALK);
+                let mut keys = Vec::with_capacity(n);
+                for i in 1..=i64::try_from(n).unwrap_or(0) {
+                    keys.push(timeout_key(ctx, lock, a.owner, i)?);
+                }
+                for tk in keys {
+                    let tk = OwnedStr::new(&tk);
+                    effects::expire_named(ctx, tk.ptr(), deadline, now);
+                }
+                if key.deadline().is_none_or(|cur| cur < deadline) {
+                    effects::set_lease(ctx, &key, name, deadline, now);
+                }
+                true
+            }
+        },
+    };
+    if renewed {
+        rm::signal_modified(ctx, name);
+        stats::RW_RENEWALS_OK.inc();
+    } else {
+        stats::RW_RENEWALS_MISSED.inc();
+    }
+    rm::reply_int(ctx, i64::from(renewed));
+    Ok(())
+}
+
+/// LOCK.FORCERELEASE of a read-write lock (`key` is a hash with a `mode` field): every hold,
+/// its timeout keys too; the lock goes to the head of the line, or message `1` is published.
+pub fn force_release(ctx: Ctx, key: &Key, name: RStr) -> Result<(), Error> {
+    let lock = rm::bytes(&name);
+    acl::may_publish_on(ctx, &names::channel(lock))?;
+    let tks = holds::all_timeout_keys(key, lock);
+    for tk in &tks {
+        check_derived(ctx, lock, tk)?;
+    }
+    for tk in tks {
+        let tk = OwnedStr::new(&tk);
+        effects::delete_named(ctx, tk.ptr());
+    }
+    effects::delete(ctx, key, name);
+    stats::RW_FORCE_RELEASES.inc();
+    hand_over_or_publish(ctx, key, name, rm::millis(), Access::Write);
+    rm::reply_int(ctx, 1);
+    Ok(())
+}
+
+/// LOCK.INFO of a read-write lock: mode, readers with counts, the writer and its count, PTTL,
+/// waiters (all, readers, writers), the last fencing token.
+pub fn info(ctx: Ctx, key: &Key, name: RStr) -> Result<(), Error> {
+    let mode = match holds::mode(key) {
+        Ok(Some(Mode::Read)) => names::READ,
+        Ok(Some(Mode::Write)) => names::WRITE,
+        _ => return Err(Error::CorruptMode),
+    };
+    let mut readers = Vec::new();
+    let mut writer = None;
+    for (field, value) in key.hash_entries() {
+        if field.as_slice() == names::MODE {
+            continue;
+        }
+        let count = state::count(Some(&value)).transpose()?.unwrap_or(0);
+        match field.strip_suffix(b":write") {
+            Some(owner) if mode == names::WRITE && writer.is_none() => writer = Some((owner.to_vec(), count)),
+            _ => readers.push((field, count)),
+        }
+    }
+    let lock = rm::bytes(&name);
+    let db = rm::selected_db(ctx);
+    let (r, w) = wait::waiting_split::<RwLock>(db, lock, |req: &Request| req.access == Access::Read);
+    let token = token::last(ctx, lock);
+    rm::reply_map(ctx, 9);
+    rm::reply_bytes(ctx, b"mode");
+    rm::reply_bytes(ctx, mode);
+    rm::reply_bytes(ctx, b"readers");
+    rm::reply_map(ctx, readers.len());
+    for (field, count) in &readers {
+        rm::reply_bytes(ctx, field);
+        rm::reply_int(ctx, *count);
+    }
+    rm::reply_bytes(ctx, b"writer");
+    match &writer {
+        Some((owner, _)) => rm::reply_bytes(ctx, owner),
+        None => rm::reply_null(ctx),
+    };
+    rm::reply_bytes(ctx, b"write_holds");
+    rm::reply_int(ctx, writer.as_ref().map_or(0, |(_, c)| *c));
+    rm::reply_bytes(ctx, b"pttl");
+    rm::reply_int(ctx, key.pttl());
+    rm::reply_bytes(ctx, b"waiters");
+    rm::reply_int(ctx, i64::try_from(r + w).unwrap_or(i64::MAX));
+    rm::reply_bytes(ctx, b"waiting_readers");
+    rm::reply_int(ctx, i64::try_from(r).unwrap_or(i64::MAX));
+    rm::reply_bytes(ctx, b"waiting_writers");
+    rm::reply_int(ctx, i64::try_from(w).unwrap_or(i64::MAX));
+    rm::reply_bytes(ctx, b"token");
+    match token {
+        Some(t) => rm::reply_int(ctx, t),
+        None => rm::reply_null(ctx),
+    };
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! What the glue reads of a read-write lock: the view for one owner (`logic/rwlock/state.rs`
+//! decides from it), and the read holds its timeout keys keep alive.
+
+use crate::ffi::key::{Key, KeyKind};
+use crate::ffi::rm::{Ctx, OwnedStr};
+use crate::logic::args::parse_i64;
+use crate::logic::error::Error;
+use crate::logic::rwlock::names;
+use crate::logic::rwlock::state::{self, Mode, RwView};
+
+/// At most this many timeout keys are looked at in one walk; beyond, the holds are taken to
+/// last as long as the hash (never shorter than Redisson would keep them).
+pub const MAX_WALK: usize = 100_000;
+
+/// The hash's `mode`, `None` when absent, `Err` when neither value.
+pub fn mode(key: &Key) -> Result<Option<Mode>, Error> {
+    let f = OwnedStr::new(names::MODE);
+    match key.hash_get(f.ptr(), |b| state::parse_mode(Some(b))) {
+        None => Ok(None),
+        Some(m) => m,
+    }
+}
+
+/// The lock as `owner` (its read field; `<owner>:write` its write field) sees it.
+pub fn view(key: &Key, owner: &[u8]) -> RwView {
+    match key.kind() {
+        KeyKind::Empty => RwView::Free,
+        KeyKind::String | KeyKind::SortedSet | KeyKind::Other => RwView::WrongType,
+        KeyKind::Hash => match mode(key) {
+            Err(_) => RwView::BadMode,
+            Ok(None) => RwView::NoMode,
+            Ok(Some(mode)) => {
+                let r = OwnedStr::new(owner);
+                let w = OwnedStr::new(&names::write_field(owner));
+                let read = key.hash_get(r.ptr(), |b| state::count(Some(b))).flatten();
+                let write = key.hash_get(w.ptr(), |b| state::count(Some(b))).flatten();
+                RwView::Held { mode, read, write }
+            }
+        },
+    }
+}
+
+/// The read holds of a lock, from their timeout keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Holds {
+    /// The largest PTTL of a timeout key (-2 when none exists), as Redisson's read unlock
+    /// computes it.
+    pub longest: i64,
+    /// When the last live hold ends (unix ms); `None` when none is alive or one has no TTL.
+    pub until: Option<i64>,
+}
+
+impl Holds {
+    /// Whether any read hold is alive (a timeout key with time left).
+    pub fn alive(&self) -> bool {
+        self.longest > 0
+    }
+}
+
+/// Every count field of the hash (name, count), `mode` and non-numeric values left out.
+pub fn count_fields(key: &Key) -> Vec<(Vec<u8>, i64)> {
+    key.hash_entries()
+        .into_iter()
+        .filter(|(f, _)| f.as_slice() != names::MODE)
+        .filter_map(|(f, v)| parse_i64(&v).map(|n| (f, n)))
+        .collect()
+}
+
+/// Walk the timeout keys of every count field (counts n..1, as Redisson's read unlock does),
+/// leaving out `skip` (the hold being dropped).
+pub fn walk(ctx: Ctx, key: &Key, lock: &[u8], skip: Option<&[u8]>) -> Holds {
+    let mut longest = -2i64;
+    let mut until: Option<i64> = None;
+    let mut seen = 0usize;
+    for (field, count) in count_fields(key) {
+        let prefix = names::timeout_prefix(lock, &field);
+        for n in (1..=count).rev() {
+            seen += 1;
+            if seen > MAX_WALK {
+                let d = key.deadline();
+                return Holds { longest: key.pttl().max(longest), until: d.max(until) };
+            }
+            let tk = names::timeout_key(&prefix, n);
+            if skip == Some(tk.as_slice()) {
+                continue;
+            }
+            let name = OwnedStr::new(&tk);
+            let t = Key::read(ctx, name.ptr());
+            let pttl = t.pttl();
+            if pttl > longest {
+                longest = pttl;
+            }
+            if pttl > 0 {
+                until = t.deadline().max(until);
+            }
+        }
+    }
+    Holds { longest, until }
+}
+
+/// The timeout keys of every hold (for a force release), at most [`MAX_WALK`].
+pub fn all_timeout_keys(key: &Key, lock: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for (field, count) in count_fields(key) {
+        let prefix = names::timeout_prefix(lock, &field);
+        for n in (1..=count).rev() {
+            if out.len() >= MAX_WALK {
+                return out;
+            }
+            out.push(names::timeout_key(&prefix, n));
+        }
+    }
+    out
+}

@@ -1,0 +1,6 @@
+//! The read-write lock: the LOCK.* commands with `READ` / `WRITE`, and its place in the
+//! waiting core.
+
+pub mod commands;
+pub mod holds;
+pub mod waiting;
