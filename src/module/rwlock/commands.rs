@@ -34,18 +34,20 @@ fn hand_over_or_publish(ctx: Ctx, key: &Key, name: RStr, now: i64, msg: Access) 
 }
 
 /// A read hold's timeout key, checked as if the client had named it: in the lock's slot
-/// (cluster) and writable by the user.
+/// (cluster) and writable by the calling user.
 pub fn timeout_key(ctx: Ctx, lock: &[u8], owner: &[u8], n: i64) -> Result<Vec<u8>, Error> {
     let tk = names::timeout_key(&names::timeout_prefix(lock, owner), n);
-    check_derived(ctx, lock, &tk)?;
+    check_derived(Some(ctx), lock, &tk)?;
     Ok(tk)
 }
 
-fn check_derived(ctx: Ctx, lock: &[u8], tk: &[u8]) -> Result<(), Error> {
+/// A derived key: in the lock's slot, and (inside a command: `ctx`) writable by the caller.
+/// Outside a command (a grant from a timer) the waiter's user is checked by the grant.
+fn check_derived(ctx: Option<Ctx>, lock: &[u8], tk: &[u8]) -> Result<(), Error> {
     if cluster::enabled() && cluster::key_slot(tk) != cluster::key_slot(lock) {
         return Err(Error::TimeoutKeyCrossSlot);
     }
-    if !acl::may_write(ctx, tk) {
+    if ctx.is_some_and(|ctx| !acl::may_write(ctx, tk)) {
         return Err(Error::TimeoutKeyDenied);
     }
     Ok(())
@@ -69,12 +71,15 @@ pub struct Want<'a> {
     pub access: Access,
     pub take: Take,
     pub lease_ms: i64,
+    /// Inside the client's command: the calling user's ACL applies to the timeout key (a
+    /// grant checks the waiter's user itself).
+    pub in_command: bool,
 }
 
 /// Decide where a hold's deadlines go and check what only the server can (the timeout key),
 /// before anything is written.
 pub fn prepare<'a>(ctx: Ctx, key: &Key, lock: &[u8], want: Want<'a>, now: i64) -> Result<Hold<'a>, Error> {
-    let Want { owner, access, take, lease_ms } = want;
+    let Want { owner, access, take, lease_ms, in_command } = want;
     let lease_end = args::deadline(now, lease_ms, args::LEASE)?;
     let (deadline, marker) = match (access, take) {
         (Access::Read, t) => {
@@ -82,7 +87,8 @@ pub fn prepare<'a>(ctx: Ctx, key: &Key, lock: &[u8], want: Want<'a>, now: i64) -
                 Take::Add { count } => count,
                 _ => 1,
             };
-            let tk = timeout_key(ctx, lock, owner, n)?;
+            let tk = names::timeout_key(&names::timeout_prefix(lock, owner), n);
+            check_derived(in_command.then_some(ctx), lock, &tk)?;
             // The hash lives as long as its longest hold: max(PTTL, lease).
             let d = match t {
                 Take::Add { .. } => key.deadline().map_or(lease_end, |cur| cur.max(lease_end)),
@@ -186,7 +192,7 @@ pub fn acquire(ctx: Ctx, name: RStr, a: &AcquireArgs<'_>, access: Access) -> Res
                 && take != Take::OwnReads
                 && wait::admit(lock, a.owner);
             if may_block {
-                let lock_deadline = key.deadline();
+                let lock_deadline = crate::module::rwlock::waiting::holds_end(ctx, &key, name);
                 drop(key);
                 let req = Request { lease_ms: a.lease_ms, fence: a.fence, access };
                 wait::block::<RwLock>(ctx, name, a.owner, req, wait_deadline, lock_deadline, now);
@@ -198,7 +204,13 @@ pub fn acquire(ctx: Ctx, name: RStr, a: &AcquireArgs<'_>, access: Access) -> Res
             return Ok(());
         }
     }
-    let hold = prepare(ctx, &key, lock, Want { owner: a.owner, access, take, lease_ms: a.lease_ms }, now)?;
+    let hold = prepare(
+        ctx,
+        &key,
+        lock,
+        Want { owner: a.owner, access, take, lease_ms: a.lease_ms, in_command: true },
+        now,
+    )?;
     let reentrant = matches!(take, Take::Add { count } if count > 1);
     let token = if a.fence { Some(token::prepare_for(ctx, lock, reentrant)?) } else { None };
     write(ctx, &key, name, &hold, now);
@@ -366,7 +378,7 @@ pub fn force_release(ctx: Ctx, key: &Key, name: RStr) -> Result<(), Error> {
     acl::may_publish_on(ctx, &names::channel(lock))?;
     let tks = holds::all_timeout_keys(key, lock);
     for tk in &tks {
-        check_derived(ctx, lock, tk)?;
+        check_derived(Some(ctx), lock, tk)?;
     }
     for tk in tks {
         let tk = OwnedStr::new(&tk);
