@@ -9,7 +9,7 @@ use crate::logic::error::Error;
 use crate::logic::rwlock::names;
 use crate::logic::rwlock::policy::{Open, Request, RwPolicy};
 use crate::logic::rwlock::state::{self, Mode, Take};
-use crate::module::rwlock::{commands, holds};
+use crate::module::rwlock::{holds, take as commands};
 use crate::module::wait::{Grant, Kind, Look, Table};
 use crate::module::{acl, token};
 use crate::registry::config;
