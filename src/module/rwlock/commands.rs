@@ -36,7 +36,7 @@ fn hand_over_or_publish(ctx: Ctx, key: &Key, name: RStr, now: i64, msg: Access) 
     }
 }
 
-pub fn acquire(ctx: Ctx, name: RStr, a: &AcquireArgs<'_>, access: Access) -> Result<(), Error> {
+pub fn acquire(ctx: Ctx, name: RStr, owner: RStr, a: &AcquireArgs<'_>, access: Access) -> Result<(), Error> {
     let lock = rm::bytes(&name);
     if a.fence {
         acl::may_write_token(ctx, lock)?;
@@ -48,12 +48,12 @@ pub fn acquire(ctx: Ctx, name: RStr, a: &AcquireArgs<'_>, access: Access) -> Res
         _ => None,
     };
     let key = Key::write(ctx, name);
-    let mut v = holds::view(&key, a.owner);
+    let mut v = holds::view(&key, owner, access);
     let mut queued = wait::has_waiters::<RwLock>(ctx, name);
     // A lock freed behind our back and not yet handed over belongs to the head of the line.
     if v == RwView::Free && queued {
         wait::grant_head::<RwLock>(ctx, &key, name, now, false);
-        v = holds::view(&key, a.owner);
+        v = holds::view(&key, owner, access);
         queued = wait::has_waiters::<RwLock>(ctx, name);
     }
     let mut take = match access {
@@ -116,7 +116,7 @@ pub fn release(ctx: Ctx, name: RStr, owner: RStr, a: &ReleaseArgs<'_>, access: A
     let now = rm::millis();
     let deadline = a.lease_ms.map(|l| args::deadline(now, l, args::LEASE)).transpose()?;
     let key = Key::write(ctx, name);
-    let v = holds::view(&key, a.owner);
+    let v = holds::view(&key, owner, access);
     match access {
         Access::Read => release_read(ctx, &key, name, owner, &v, now),
         Access::Write => release_write(ctx, &key, name, owner, &v, deadline, now),
@@ -136,18 +136,28 @@ fn release_read(ctx: Ctx, key: &Key, name: RStr, owner: RStr, v: &RwView, now: i
     let tk = timeout_key(ctx, lock, rm::bytes(&owner), old)?;
     let left = old.saturating_sub(1);
     let fields_left = key.hash_len().saturating_sub(usize::from(left <= 0));
-    let after = state::after_read_drop(fields_left, holds::walk(ctx, key, lock, Some(&tk)).longest, *mode);
+    // Redisson looks at the other holds only when other fields remain.
+    let longest = if fields_left > 1 { holds::walk(ctx, key, lock, Some(&tk)).longest } else { -2 };
+    let after = state::after_read_drop(fields_left, longest, *mode);
     if after == ReadAfter::Free {
         acl::may_publish_on(ctx, &names::channel(lock))?;
+    }
+    let tk = OwnedStr::new(&tk);
+    stats::RW_RELEASES_READ.inc();
+    if after == ReadAfter::Free {
+        // The hash goes: the count it held needs no write of its own.
+        effects::delete_with(ctx, key, name, tk.ptr());
+        stats::RW_RELEASES_FULL.inc();
+        hand_over_or_publish(ctx, key, name, now, Access::Read);
+        rm::reply_int(ctx, 1);
+        return Ok(());
     }
     if left > 0 {
         effects::set_count(ctx, key, name, owner, left, -1);
     } else {
         effects::hdel(ctx, key, name, owner);
     }
-    let tk = OwnedStr::new(&tk);
     effects::delete_named(ctx, tk.ptr());
-    stats::RW_RELEASES_READ.inc();
     match after {
         ReadAfter::Rearm(ms) => {
             effects::set_lease(ctx, key, name, now.saturating_add(ms), now);
@@ -158,12 +168,7 @@ fn release_read(ctx: Ctx, key: &Key, name: RStr, owner: RStr, v: &RwView, now: i
             rm::signal_modified(ctx, name);
             rm::reply_int(ctx, 0);
         }
-        ReadAfter::Free => {
-            effects::delete(ctx, key, name);
-            stats::RW_RELEASES_FULL.inc();
-            hand_over_or_publish(ctx, key, name, now, Access::Read);
-            rm::reply_int(ctx, 1);
-        }
+        ReadAfter::Free => {}
     }
     Ok(())
 }
@@ -201,8 +206,8 @@ fn release_write(
             // The writer keeps its read holds: the lock passes to read mode, readers at the
             // head of the line may join them (no message, as Redisson).
             effects::hdel(ctx, key, name, field.ptr());
-            let (mode, read) = (OwnedStr::new(names::MODE), OwnedStr::new(names::READ));
-            effects::hset(ctx, key, name, mode.ptr(), read.ptr());
+            let (mode, read) = (rm::mode_field(), rm::read_word());
+            effects::hset(ctx, key, name, &[(mode.ptr(), read.ptr())]);
             rm::signal_modified(ctx, name);
             stats::RW_RELEASES_WRITE.inc();
             wait::grant_head::<RwLock>(ctx, key, name, now, true);
@@ -212,11 +217,11 @@ fn release_write(
     Ok(())
 }
 
-pub fn renew(ctx: Ctx, name: RStr, a: &RenewArgs<'_>, access: Access) -> Result<(), Error> {
+pub fn renew(ctx: Ctx, name: RStr, owner: RStr, a: &RenewArgs<'_>, access: Access) -> Result<(), Error> {
     let now = rm::millis();
     let deadline = args::deadline(now, a.lease_ms, args::LEASE)?;
     let key = Key::write(ctx, name);
-    let v = holds::view(&key, a.owner);
+    let v = holds::view(&key, owner, access);
     let renewed = match access {
         Access::Write => {
             let ok = state::renew_write(&v)?;

@@ -98,14 +98,17 @@ pub fn write(ctx: Ctx, key: &Key, name: RStr, h: &Hold<'_>, now: i64) {
         _ => (1, true),
     };
     if fresh {
-        let mode = OwnedStr::new(names::MODE);
-        let value = OwnedStr::new(match h.access {
-            Access::Read => names::READ,
-            Access::Write => names::WRITE,
-        });
-        effects::hset(ctx, key, name, mode.ptr(), value.ptr());
+        // A new lock: its mode and the first hold in one HSET.
+        let mode = rm::mode_field();
+        let value = match h.access {
+            Access::Read => rm::read_word(),
+            Access::Write => rm::write_word(),
+        };
+        let one = rm::one();
+        effects::hset(ctx, key, name, &[(mode.ptr(), value.ptr()), (field.ptr(), one.ptr())]);
+    } else {
+        effects::set_count(ctx, key, name, field.ptr(), count, 1);
     }
-    effects::set_count(ctx, key, name, field.ptr(), count, 1);
     if let Some((tk, d)) = &h.marker {
         let tk = OwnedStr::new(tk);
         effects::set_marker(ctx, tk.ptr(), *d, now);

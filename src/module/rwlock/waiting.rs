@@ -3,7 +3,7 @@
 //! (the same `prepare` / `write` as LOCK.ACQUIRE), and the replies of `LOCK.ACQUIRE ... WAIT`.
 
 use crate::ffi::key::{Key, KeyKind};
-use crate::ffi::rm::{self, Ctx, RStr};
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
 use crate::logic::command_args::Access;
 use crate::logic::error::Error;
 use crate::logic::rwlock::names;
@@ -70,7 +70,8 @@ impl Kind for RwLock {
         if g.first && g.key.kind() == KeyKind::Hash && commands::expired_reads(ctx, g.key, g.name) {
             commands::clear_expired(ctx, g.key, g.name);
         }
-        let v = holds::view(g.key, g.owner);
+        let owner = OwnedStr::new(g.owner);
+        let v = holds::view(g.key, owner.ptr(), access);
         let take = match access {
             Access::Read => state::acquire_read(&v, false)?,
             Access::Write => state::acquire_write(&v)?,
