@@ -41,10 +41,17 @@ pub fn key_prefix(key: &[u8]) -> Vec<u8> {
     p
 }
 
-/// The timeout-key prefix of `field` (a reader's owner id): `<key prefix>:<field>:rwlock_timeout`.
+/// The timeout-key prefix of `field` (a reader's owner id): `<key prefix>:<field>:rwlock_timeout`
+/// (with room for a hold number after it).
 pub fn timeout_prefix(key: &[u8], field: &[u8]) -> Vec<u8> {
-    let mut p = key_prefix(key);
-    p.reserve(field.len() + 16);
+    let mut p = Vec::with_capacity(key.len() + field.len() + 40);
+    if key.contains(&b'{') {
+        p.extend_from_slice(key);
+    } else {
+        p.push(b'{');
+        p.extend_from_slice(key);
+        p.push(b'}');
+    }
     p.push(b':');
     p.extend_from_slice(field);
     p.extend_from_slice(b":rwlock_timeout");

@@ -97,7 +97,7 @@ pub fn acquire(ctx: Ctx, name: RStr, owner: RStr, a: &AcquireArgs<'_>, access: A
     )?;
     let reentrant = matches!(take, Take::Add { count } if count > 1);
     let token = if a.fence { Some(token::prepare_for(ctx, lock, reentrant)?) } else { None };
-    take::write(ctx, &key, name, &hold, now);
+    take::write(ctx, &key, name, &hold, owner, now);
     match access {
         Access::Read => stats::RW_ACQUIRES_READ.inc(),
         Access::Write => stats::RW_ACQUIRES_WRITE.inc(),

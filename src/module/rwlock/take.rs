@@ -88,10 +88,15 @@ pub fn prepare<'a>(ctx: Ctx, key: &Key, lock: &[u8], want: Want<'a>, now: i64) -
 
 /// Write a prepared hold: the mode (a new lock), the count, the read hold's timeout key, the
 /// hash's lease.
-pub fn write(ctx: Ctx, key: &Key, name: RStr, h: &Hold<'_>, now: i64) {
+/// `owner` is `h.owner` as a string (the command's argument, or the grant's copy).
+pub fn write(ctx: Ctx, key: &Key, name: RStr, h: &Hold<'_>, owner: RStr, now: i64) {
+    let write_field;
     let field = match h.access {
-        Access::Read => OwnedStr::new(h.owner),
-        Access::Write => OwnedStr::new(&names::write_field(h.owner)),
+        Access::Read => owner,
+        Access::Write => {
+            write_field = OwnedStr::new(&names::write_field(h.owner));
+            write_field.ptr()
+        }
     };
     let (count, fresh) = match h.take {
         Take::Add { count } => (count, false),
@@ -105,9 +110,9 @@ pub fn write(ctx: Ctx, key: &Key, name: RStr, h: &Hold<'_>, now: i64) {
             Access::Write => rm::write_word(),
         };
         let one = rm::one();
-        effects::hset(ctx, key, name, &[(mode.ptr(), value.ptr()), (field.ptr(), one.ptr())]);
+        effects::hset(ctx, key, name, &[(mode.ptr(), value.ptr()), (field, one.ptr())]);
     } else {
-        effects::set_count(ctx, key, name, field.ptr(), count, 1);
+        effects::set_count(ctx, key, name, field, count, 1);
     }
     if let Some((tk, d)) = &h.marker {
         let tk = OwnedStr::new(tk);

@@ -96,7 +96,7 @@ impl Kind for RwLock {
         let hold = commands::prepare(ctx, g.key, g.lock, want, g.now)?;
         let reentrant = matches!(take, Take::Add { count } if count > 1);
         let token = fence.then(|| token::prepare_for(ctx, g.lock, reentrant)).transpose()?;
-        commands::write(ctx, g.key, g.name, &hold, g.now);
+        commands::write(ctx, g.key, g.name, &hold, owner.ptr(), g.now);
         match access {
             Access::Read => stats::RW_ACQUIRES_READ.inc(),
             Access::Write => stats::RW_ACQUIRES_WRITE.inc(),
