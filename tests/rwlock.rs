@@ -532,3 +532,91 @@ fn read_write_counters_in_info() {
     }
     assert_eq!(waiters::lock_stat(&mut c, "acquires_new"), 0, "plain lock counters untouched");
 }
+
+#[test]
+fn cluster_names_whose_timeout_keys_leave_the_slot_are_refused() {
+    let s = Server::start_with("--cluster-enabled yes --cluster-config-file nodes.conf");
+    let mut c = Conn::new(s.port);
+    assert_eq!(cmd!(c, "CLUSTER", "ADDSLOTSRANGE", 0, 16383), R::Simple("OK".into()));
+    let ok = wait_for(Duration::from_secs(20), || {
+        cmd!(c, "CLUSTER", "INFO").str().contains("cluster_state:ok").then_some(())
+    });
+    assert!(ok.is_some());
+    assert_eq!(cmd!(c, "LOCK.ACQUIRE", "{t}x", "o", 1000, "READ"), R::Nil);
+    assert_eq!(cmd!(c, "LOCK.ACQUIRE", "plain", "o", 1000, "READ"), R::Nil);
+    for name in ["a{}b", "a{b"] {
+        let r = cmd!(c, "LOCK.ACQUIRE", name, "o", 1000, "READ");
+        assert!(r.err().starts_with("CROSSSLOT"), "{name}: {r:?}");
+        assert_eq!(cmd!(c, "EXISTS", name), R::Int(0));
+        // A write hold derives no key: it is taken.
+        assert_eq!(cmd!(c, "LOCK.ACQUIRE", name, "o", 1000, "WRITE"), R::Nil);
+        assert_eq!(cmd!(c, "LOCK.RELEASE", name, "o", "WRITE").int(), 1);
+    }
+}
+
+#[test]
+fn no_blocking_inside_multi_and_on_replicas() {
+    let master = Server::start();
+    let mut c = Conn::new(master.port);
+    cmd!(c, "LOCK.ACQUIRE", "rw", "w", 30000, "WRITE");
+    assert_eq!(cmd!(c, "MULTI").str(), "OK");
+    cmd!(c, "LOCK.ACQUIRE", "rw", "r", 1000, "WAIT", 0, "READ");
+    let r = cmd!(c, "EXEC");
+    assert!(r.arr()[0].int() > 0, "answered at once inside MULTI: {r:?}");
+    let replica = Server::start_with("--replica-read-only no");
+    replica.replicate_from(&master);
+    let (mut mc, mut rc) = (master.conn(), replica.conn());
+    assert!(replica_caught_up(&mut mc, &mut rc, Duration::from_secs(10)));
+    let mut r = Conn::new(replica.port);
+    let t0 = Instant::now();
+    assert!(cmd!(r, "LOCK.ACQUIRE", "rw", "r", 1000, "WAIT", 5000, "READ").int() > 0);
+    assert!(t0.elapsed() < Duration::from_secs(2), "a replica answers WAIT at once");
+}
+
+#[test]
+fn flushall_and_client_unblock_end_waits() {
+    let (s, mut c) = started();
+    cmd!(c, "LOCK.ACQUIRE", "rw", "r", 30000, "READ");
+    let mut w = blocked(s.port, "rw", "w", "WRITE");
+    wait_queued(&mut c, "rw", 1);
+    cmd!(c, "FLUSHALL");
+    assert_eq!(w.read().unwrap(), R::Nil, "granted once the flush freed the lock");
+    assert_eq!(hash(&mut c, "rw"), pairs(&[("mode", "write"), ("w:write", "1")]));
+    let mut x = Conn::new(s.port);
+    x.set_timeout(Duration::from_secs(10));
+    let id = cmd!(x, "CLIENT", "ID").int();
+    x.send(&["LOCK.ACQUIRE", "rw", "x", "30000", "WAIT", "0", "READ"]);
+    wait_queued(&mut c, "rw", 1);
+    assert_eq!(cmd!(c, "CLIENT", "UNBLOCK", id).int(), 1);
+    assert!(x.read().unwrap().int() > 0, "the PTTL at that moment");
+    assert_eq!(info_field(&mut c, "rw", "waiters").int(), 0);
+    assert_eq!(rw_stat(&mut c, "waits_cancelled"), 1);
+}
+
+#[test]
+fn hostile_counts_and_hashes_never_stall_or_crash() {
+    let (mut s, mut c) = started();
+    // Counts a script or an operator could write: huge, zero, negative, not numbers.
+    cmd!(c, "HSET", "rw", "mode", "read", "a", "1", "b", "999999999999", "c", "0", "d", "-5", "e", "x");
+    cmd!(c, "SET", tk("rw", "a", 1), "1", "PX", 60000);
+    let t0 = Instant::now();
+    let r = cmd!(c, "LOCK.RELEASE", "rw", "a", "READ");
+    assert!(t0.elapsed() < Duration::from_secs(1), "the walk over the holds is bounded");
+    assert!(matches!(r, R::Int(0 | 1)), "{r:?}");
+    // Every listed hold but a's had no live timeout key: the lock was freed.
+    assert_eq!(r, R::Int(1));
+    cmd!(c, "HSET", "rw", "mode", "read", "b", "9223372036854775807", "e", "x");
+    assert!(cmd!(c, "LOCK.ACQUIRE", "rw", "b", 1000, "READ").is_err(), "its count cannot grow");
+    assert!(cmd!(c, "LOCK.RENEW", "rw", "e", 1000, "READ").is_err());
+    let t0 = Instant::now();
+    cmd!(c, "HSET", "rw2", "mode", "read", "b", "999999999999");
+    assert!(
+        cmd!(c, "LOCK.RENEW", "rw2", "b", 1000, "READ").is_err() || t0.elapsed() < Duration::from_secs(2)
+    );
+    assert_eq!(cmd!(c, "LOCK.FORCERELEASE", "rw2").int(), 1);
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    cmd!(c, "HSET", "rw3", "mode", "write", "w:write", "-1");
+    assert!(cmd!(c, "LOCK.RELEASE", "rw3", "w", "WRITE").is_err());
+    assert!(matches!(cmd!(c, "LOCK.INFO", "rw3"), R::Err(_) | R::Arr(_)));
+    s.assert_alive();
+}

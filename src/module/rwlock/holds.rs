@@ -11,7 +11,7 @@ use crate::logic::rwlock::state::{self, Mode, RwView};
 
 /// At most this many timeout keys are looked at in one walk; beyond, the holds are taken to
 /// last as long as the hash (never shorter than Redisson would keep them).
-pub const MAX_WALK: usize = 100_000;
+pub const MAX_WALK: usize = 10_000;
 
 /// The hash's `mode`, `None` when absent, `Err` when neither value.
 pub fn mode(key: &Key) -> Result<Option<Mode>, Error> {
