@@ -38,6 +38,16 @@ def module_server() -> Iterator[Server]:
 
 
 @pytest.fixture(scope="session")
+def native_server() -> Iterator[Server]:
+    """A module server on which the tests turn on `lock.redisson-scripts native`."""
+    server = Server(module=True)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
 def plain_server() -> Iterator[Server]:
     server = Server(module=False)
     try:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 from conftest import wait_until
-from rw_helpers import ScriptClient, pick_server
+from rw_helpers import ScriptClient, native_runs, pick_server
 from servers import Server
 
 import redislock
@@ -249,6 +249,20 @@ def test_fixed_lease_expired_release_raises(locks: redislock.LockClient, r: redi
         rw.write.release()
 
 
+def scripts_native(r: redis.Redis) -> bool:
+    """Whether this server runs Redisson's scripts natively (the "native" parameter)."""
+    try:
+        return r.config_get("lock.redisson-scripts").get("lock.redisson-scripts") == "native"
+    except redis.ResponseError:
+        return False
+
+
+# Both directions on three servers: without the module (our Lua), with it (LOCK.* beside Lua
+# scripts), and with Redisson's scripts run natively (our Lua's SHA1s registered as Redisson's).
+INTEROP = pytest.mark.parametrize("rw_server", ["module", "native", "lua"], indirect=True)
+
+
+@INTEROP
 def test_interop_script_client_writer(locks: redislock.LockClient, r: redis.Redis) -> None:
     script = ScriptClient(r, NAME)
     assert script.write_lock() is None
@@ -268,8 +282,11 @@ def test_interop_script_client_writer(locks: redislock.LockClient, r: redis.Redi
     rw.read.release()
     assert script.read_unlock() == 1
     assert not r.exists(NAME)
+    if scripts_native(r):
+        assert native_runs(r) >= 6
 
 
+@INTEROP
 def test_interop_script_client_waits_for_us(locks: redislock.LockClient, r: redis.Redis) -> None:
     rw = locks.rwlock(NAME)
     script = ScriptClient(r, NAME)
@@ -292,6 +309,8 @@ def test_interop_script_client_waits_for_us(locks: redislock.LockClient, r: redi
     assert rw.write.acquire(timeout=5)
     assert time.monotonic() - t0 < 3
     rw.write.release()
+    if scripts_native(r):
+        assert native_runs(r) >= 5
 
 
 def test_stress_readers_and_writers(locks: redislock.LockClient, r: redis.Redis) -> None:
