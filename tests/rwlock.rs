@@ -620,3 +620,26 @@ fn hostile_counts_and_hashes_never_stall_or_crash() {
     assert!(matches!(cmd!(c, "LOCK.INFO", "rw3"), R::Err(_) | R::Arr(_)));
     s.assert_alive();
 }
+
+#[test]
+fn type_changes_renames_and_role_changes_end_waits() {
+    let (s, mut c) = started();
+    cmd!(c, "LOCK.ACQUIRE", "rw", "w", 30000, "WRITE");
+    let mut a = blocked(s.port, "rw", "a", "READ");
+    wait_queued(&mut c, "rw", 1);
+    cmd!(c, "SET", "rw", "x");
+    assert!(a.read().unwrap().err().starts_with("WRONGTYPE"));
+    cmd!(c, "DEL", "rw");
+    cmd!(c, "LOCK.ACQUIRE", "rw", "w", 30000, "WRITE");
+    let mut b = blocked(s.port, "rw", "b", "WRITE");
+    wait_queued(&mut c, "rw", 1);
+    cmd!(c, "RENAME", "rw", "elsewhere");
+    assert_eq!(b.read().unwrap(), R::Nil, "the renamed-away lock is free");
+    assert_eq!(hash(&mut c, "rw"), pairs(&[("mode", "write"), ("b:write", "1")]));
+    let mut d = blocked(s.port, "rw", "d", "READ");
+    wait_queued(&mut c, "rw", 1);
+    let other = Server::start();
+    cmd!(c, "REPLICAOF", "127.0.0.1", other.port);
+    let e = d.read().unwrap();
+    assert!(e.err().starts_with("READONLY") || e.err().starts_with("UNBLOCKED"), "{e:?}");
+}
