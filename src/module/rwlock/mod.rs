@@ -3,4 +3,5 @@
 
 pub mod commands;
 pub mod holds;
+pub mod scripts;
 pub mod waiting;
