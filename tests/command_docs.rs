@@ -24,7 +24,7 @@ fn flags(arg: &R) -> Vec<String> {
 }
 
 /// One argument as the Redis docs write it: `name`, `TOKEN name`, `TOKEN` (pure token),
-/// `name [name ...]` (repeated), inside `[...]` when optional.
+/// `A | B` (one of), `name [name ...]` (repeated), inside `[...]` when optional.
 fn render(arg: &R) -> String {
     let name = field(arg, "name").map(R::str).unwrap_or_default();
     let kind = field(arg, "type").map(R::str).unwrap_or_default();
@@ -32,6 +32,10 @@ fn render(arg: &R) -> String {
     let fl = flags(arg);
     let (optional, multiple) = (fl.iter().any(|f| f == "optional"), fl.iter().any(|f| f == "multiple"));
     let one = match (kind.as_str(), token) {
+        ("oneof", _) => {
+            let subs = field(arg, "arguments").map(|a| a.arr().iter().map(render).collect::<Vec<_>>());
+            subs.unwrap_or_default().join(" | ")
+        }
         ("pure-token", Some(t)) => t,
         (_, Some(t)) => format!("{t} {name}"),
         (_, None) => name,
@@ -85,6 +89,6 @@ fn the_commands_page_and_command_docs_agree() {
 fn a_wrong_heading_is_caught() {
     let s = Server::start();
     let mut c = Conn::new(s.port);
-    assert_eq!(synopsis(&mut c, "lock.renew"), "LOCK.RENEW key owner lease-ms");
+    assert_eq!(synopsis(&mut c, "lock.renew"), "LOCK.RENEW key owner lease-ms [READ | WRITE]");
     assert_ne!(synopsis(&mut c, "lock.acquire"), "LOCK.ACQUIRE key owner lease-ms [WAIT timeout-ms]");
 }

@@ -445,7 +445,7 @@ fn bad_calls() -> Vec<(Vec<Vec<u8>>, String)> {
     add(&[b"LOCK.RENEW"], &arity("lock.renew"));
     add(&[b"LOCK.RENEW", b"k"], &arity("lock.renew"));
     add(&[b"LOCK.RENEW", b"k", b"o"], &arity("lock.renew"));
-    add(&[b"LOCK.RENEW", b"k", b"o", b"100", b"100"], &arity("lock.renew"));
+    add(&[b"LOCK.RENEW", b"k", b"o", b"100", b"100"], "ERR syntax error");
     add(&[b"LOCK.FORCERELEASE"], &arity("lock.forcerelease"));
     add(&[b"LOCK.FORCERELEASE", b"k", b"o"], &arity("lock.forcerelease"));
     add(&[b"LOCK.INFO"], &arity("lock.info"));

@@ -449,7 +449,7 @@ fn command_info_docs_getkeys_and_module_list() {
     let specs: [(&str, i64, &[&str], &[&str]); 5] = [
         ("lock.acquire", -4, &["write", "denyoom"], &["readonly", "pubsub"]),
         ("lock.release", -3, &["write"], &["readonly", "pubsub", "denyoom"]),
-        ("lock.renew", 4, &["write"], &["readonly", "pubsub"]),
+        ("lock.renew", -4, &["write"], &["readonly", "pubsub"]),
         ("lock.forcerelease", 2, &["write"], &["readonly", "pubsub"]),
         ("lock.info", 2, &["readonly"], &["write", "pubsub", "denyoom"]),
     ];
@@ -504,7 +504,7 @@ fn command_info_docs_getkeys_and_module_list() {
     };
     assert_eq!(names(&mut c, "lock.acquire")[..3], ["key", "owner", "lease-ms"]);
     assert_eq!(names(&mut c, "lock.release")[..2], ["key", "owner"]);
-    assert_eq!(names(&mut c, "lock.renew"), ["key", "owner", "lease-ms"]);
+    assert_eq!(names(&mut c, "lock.renew"), ["key", "owner", "lease-ms", "access"]);
 
     for call in [
         vec!["COMMAND", "GETKEYS", "LOCK.ACQUIRE", "k", "o", "1"],

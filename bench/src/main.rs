@@ -14,6 +14,7 @@ mod expiry;
 mod lua;
 mod memory;
 mod redisson_scripts;
+mod rwlock;
 mod stats;
 mod uncontended;
 
@@ -46,7 +47,7 @@ fn usage() -> ! {
     eprintln!(
         "usage: lock-bench --module /abs/path/libredis_lock.so [--out DIR] [--quick] \
          [--redis-server PATH] [--server-arg ARGS]... \
-         [--only uncontended,cycles,contention,expiry,memory,redisson,redisson-ratios] [--waiters N (memory)]"
+         [--only uncontended,cycles,contention,expiry,memory,redisson,redisson-ratios,rwlock] [--waiters N (memory)]"
     );
     std::process::exit(2)
 }
@@ -116,6 +117,8 @@ struct Results {
     expiry: Vec<expiry::Row>,
     memory: Option<memory::Report>,
     redisson: Option<redisson_scripts::Report>,
+    rwlock: Vec<rwlock::Row>,
+    rwlock_contended: Vec<rwlock::ContendedRow>,
     targets: Vec<Target>,
 }
 
@@ -160,12 +163,16 @@ fn main() {
         None
     };
     srv.assert_alive();
+    let rwlock_rows = if want("rwlock") { rwlock::run_uncontended(&mut con, args.quick) } else { vec![] };
+    let rwlock_contended = if want("rwlock") { rwlock::run_contended(port, args.quick) } else { vec![] };
+    srv.assert_alive();
     drop(con);
 
     let mut targets = targets(&uncontended_ratios, &contention_rows, &expiry_rows);
     if let Some(r) = &redisson {
         targets.extend(redisson_targets(r));
     }
+    targets.extend(rwlock_targets(&rwlock_rows, &rwlock_contended));
     let mut res = Results {
         meta: Meta {
             quick: args.quick,
@@ -186,6 +193,8 @@ fn main() {
         expiry: expiry_rows,
         memory: memory_rep,
         redisson,
+        rwlock: rwlock_rows,
+        rwlock_contended,
         targets,
     };
     drop(srv); // stop the server before writing the report
@@ -289,6 +298,37 @@ fn targets(r1: &[uncontended::Ratios], r3: &[contention::Row], r4: &[expiry::Row
             met: w.max_ms <= 5.0,
             note: format!("median {:.2} ms over {} rounds", w.median_ms, w.rounds),
         });
+    }
+    t
+}
+
+fn rwlock_targets(rows: &[rwlock::Row], contended: &[rwlock::ContendedRow]) -> Vec<Target> {
+    let mut t: Vec<Target> = rows
+        .iter()
+        .map(|r| {
+            let need = if r.op.contains("10 readers") { 3.0 } else { 2.0 };
+            Target {
+                name: format!("LOCK.* {} vs Lua, pipelined throughput", r.op),
+                required: format!(">= {need}x"),
+                measured: r.ratio,
+                met: r.ratio >= need,
+                note: String::new(),
+            }
+        })
+        .collect();
+    if let [wait, pubsub] = contended {
+        for (role, w, p) in [
+            ("read", wait.read_wait_ms.p99, pubsub.read_wait_ms.p99),
+            ("write", wait.write_wait_ms.p99, pubsub.write_wait_ms.p99),
+        ] {
+            t.push(Target {
+                name: format!("rwlock contended (8 readers, 2 writers): {role} wait p99, WAIT vs pub/sub"),
+                required: "< 1x".into(),
+                measured: w / p,
+                met: w < p && wait.exclusion_violations == 0,
+                note: format!("{w:.2} ms vs {p:.2} ms"),
+            });
+        }
     }
     t
 }
@@ -565,6 +605,9 @@ fn markdown(r: &Results) -> String {
     }
     if let Some(x) = &r.redisson {
         redisson_markdown(&mut s, x);
+    }
+    if !r.rwlock.is_empty() || !r.rwlock_contended.is_empty() {
+        s.push_str(&rwlock::markdown(&r.rwlock, &r.rwlock_contended));
     }
     if !r.targets.is_empty() {
         let _ = writeln!(s, "## Targets (informational, never asserted)\n");

@@ -86,6 +86,22 @@ impl Key {
         rm!(RedisModule_HashSet(self.ptr, flags, field.0, value.0, end) else 0);
     }
 
+    /// Set one or two hash fields in one call, creating the hash if needed.
+    pub fn hash_set_pairs(&self, pairs: &[(RStr, RStr)]) {
+        let flags = raw::REDISMODULE_HASH_NONE as c_int;
+        let end: *mut raw::RedisModuleString = null_mut();
+        match pairs {
+            [(f, v)] => rm!(RedisModule_HashSet(self.ptr, flags, f.0, v.0, end) else 0),
+            [(f1, v1), (f2, v2)] => {
+                rm!(RedisModule_HashSet(self.ptr, flags, f1.0, v1.0, f2.0, v2.0, end) else 0)
+            }
+            _ => pairs
+                .iter()
+                .map(|(f, v)| rm!(RedisModule_HashSet(self.ptr, flags, f.0, v.0, end) else 0))
+                .sum(),
+        };
+    }
+
     /// Delete hash field `field` (nothing if absent; the hash goes with its last field).
     pub fn hash_del(&self, field: RStr) {
         if self.ptr.is_null() {

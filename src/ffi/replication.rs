@@ -79,6 +79,9 @@ struct Words {
     del: StaticStr,
     publish: StaticStr,
     spublish: StaticStr,
+    hdel: StaticStr,
+    set: StaticStr,
+    pxat: StaticStr,
 }
 
 static WORDS: LazyLock<Words> = LazyLock::new(|| Words {
@@ -90,6 +93,9 @@ static WORDS: LazyLock<Words> = LazyLock::new(|| Words {
     del: StaticStr::new(b"DEL"),
     publish: StaticStr::new(b"PUBLISH"),
     spublish: StaticStr::new(b"SPUBLISH"),
+    hdel: StaticStr::new(b"HDEL"),
+    set: StaticStr::new(b"SET"),
+    pxat: StaticStr::new(b"PXAT"),
 });
 
 fn word(pick: fn(&Words) -> &StaticStr) -> RStr {
@@ -182,6 +188,44 @@ pub fn pexpireat(ctx: Ctx, key: RStr, deadline: i64, had_ttl: Option<bool>) {
 pub fn del(ctx: Ctx, key: RStr) {
     if !in_place(ctx, &[word(|w| &w.del), key], &[key]) {
         rm::replicate_del(ctx, key);
+    }
+}
+
+/// `HSET key field value [field value]` (one or two pairs; through a longer argv the last pair
+/// is set again).
+pub fn hset(ctx: Ctx, key: RStr, pairs: &[(RStr, RStr)]) {
+    let done = match pairs {
+        [(f, v)] => in_place(ctx, &[word(|w| &w.hset), key, *f, *v], &[*f, *v]),
+        [(f1, v1), (f2, v2)] => in_place(ctx, &[word(|w| &w.hset), key, *f1, *v1, *f2, *v2], &[*f2, *v2]),
+        _ => false,
+    };
+    if !done {
+        for (f, v) in pairs {
+            rm::replicate_hset(ctx, key, *f, *v);
+        }
+    }
+}
+
+/// `HDEL key field` (through a longer argv `HDEL key field field ...`).
+pub fn hdel(ctx: Ctx, key: RStr, field: RStr) {
+    if !in_place(ctx, &[word(|w| &w.hdel), key, field], &[field]) {
+        rm::replicate_hdel(ctx, key, field);
+    }
+}
+
+/// `SET key value PXAT deadline`.
+pub fn set_pxat(ctx: Ctx, key: RStr, value: RStr, deadline: i64) {
+    let d = OwnedStr::from_i64(deadline);
+    if !in_place(ctx, &[word(|w| &w.set), key, value, word(|w| &w.pxat), d.ptr()], &[]) {
+        rm::replicate_set(ctx, key, value, Some(deadline));
+    }
+}
+
+/// `DEL key other` (through a longer argv `DEL key other other ...`).
+pub fn del2(ctx: Ctx, key: RStr, other: RStr) {
+    if !in_place(ctx, &[word(|w| &w.del), key, other], &[other]) {
+        rm::replicate_del(ctx, key);
+        rm::replicate_del(ctx, other);
     }
 }
 

@@ -254,6 +254,9 @@ pub struct Constants {
     pub one: StaticStr,
     pub minus_one: StaticStr,
     pub zero: StaticStr,
+    pub mode: StaticStr,
+    pub read: StaticStr,
+    pub write: StaticStr,
 }
 
 static CONSTANTS: std::sync::OnceLock<Constants> = std::sync::OnceLock::new();
@@ -263,6 +266,9 @@ pub fn init_constants() {
         one: StaticStr::new(b"1"),
         minus_one: StaticStr::new(b"-1"),
         zero: StaticStr::new(b"0"),
+        mode: StaticStr::new(b"mode"),
+        read: StaticStr::new(b"read"),
+        write: StaticStr::new(b"write"),
     });
 }
 
@@ -296,6 +302,16 @@ pub fn minus_one() -> Shared {
 }
 pub fn zero() -> Shared {
     constant(|c| &c.zero, b"0")
+}
+/// A read-write lock's `mode` field and its values.
+pub fn mode_field() -> Shared {
+    constant(|c| &c.mode, b"mode")
+}
+pub fn read_word() -> Shared {
+    constant(|c| &c.read, b"read")
+}
+pub fn write_word() -> Shared {
+    constant(|c| &c.write, b"write")
 }
 
 /// Replicate `HINCRBY key owner delta`.

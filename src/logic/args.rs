@@ -36,6 +36,14 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
     }
 }
 
+/// A hold count as HINCRBY writes it: a decimal integer >= 1.
+pub fn parse_count(raw: &[u8]) -> Result<i64, Error> {
+    match parse_i64(raw) {
+        Some(n) if n >= 1 => Ok(n),
+        _ => Err(Error::CorruptCount),
+    }
+}
+
 /// Absolute deadline `now + ms`, refusing values that overflow.
 pub fn deadline(now_ms: i64, ms: i64, name: &'static str) -> Result<i64, Error> {
     now_ms.checked_add(ms).ok_or(Error::Overflow(name))

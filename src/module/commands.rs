@@ -33,7 +33,7 @@ fn acquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let (name, owner) = key_owner(strs)?;
     match a.access {
         None => lock::acquire(ctx, name, owner, &a),
-        Some(access) => rwlock::acquire(ctx, name, &a, access),
+        Some(access) => rwlock::acquire(ctx, name, owner, &a, access),
     }
 }
 
@@ -51,7 +51,7 @@ fn renew(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let (name, owner) = key_owner(strs)?;
     match a.access {
         None => lock::renew(ctx, name, owner, &a),
-        Some(access) => rwlock::renew(ctx, name, &a, access),
+        Some(access) => rwlock::renew(ctx, name, owner, &a, access),
     }
 }
 

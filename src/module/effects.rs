@@ -114,17 +114,18 @@ pub fn publish_message(ctx: Ctx, channel: &[u8], msg: RStr) {
     publish(ctx, channel.ptr(), msg, sharded);
 }
 
-/// `HSET key field value` (a hash field other than a hold count), with its event.
-pub fn hset(ctx: Ctx, key: &Key, name: RStr, field: RStr, value: RStr) {
-    key.hash_set(field, value);
-    rm::replicate_hset(ctx, name, field, value);
+/// `HSET key field value [field value]` (fields other than a hold count: a read-write lock's
+/// `mode`, a new hold), with its event.
+pub fn hset(ctx: Ctx, key: &Key, name: RStr, pairs: &[(RStr, RStr)]) {
+    key.hash_set_pairs(pairs);
+    replication::hset(ctx, name, pairs);
     rm::notify(ctx, NOTIFY_HASH, c"hset", name);
 }
 
 /// `HDEL key field`, with its event (and `del` when the hash went with its last field).
 pub fn hdel(ctx: Ctx, key: &Key, name: RStr, field: RStr) {
     key.hash_del(field);
-    rm::replicate_hdel(ctx, name, field);
+    replication::hdel(ctx, name, field);
     rm::notify(ctx, NOTIFY_HASH, c"hdel", name);
     if key.hash_len() == 0 {
         rm::notify(ctx, NOTIFY_GENERIC, c"del", name);
@@ -138,7 +139,7 @@ pub fn set_marker(ctx: Ctx, name: RStr, deadline: i64, now: i64) {
     let one = rm::one();
     key.string_set(one.ptr());
     key.set_deadline(deadline, now);
-    rm::replicate_set(ctx, name, one.ptr(), Some(deadline));
+    replication::set_pxat(ctx, name, one.ptr(), deadline);
     rm::notify(ctx, NOTIFY_STRING, c"set", name);
     rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);
     rm::signal_modified(ctx, name);
@@ -150,8 +151,9 @@ pub fn expire_named(ctx: Ctx, name: RStr, deadline: i64, now: i64) -> bool {
     if key.kind() == crate::ffi::key::KeyKind::Empty {
         return false;
     }
+    let had_ttl = replication::pexpireat_in_place().then(|| key.deadline().is_some());
     key.set_deadline(deadline, now);
-    rm::replicate_pexpireat(ctx, name, OwnedStr::from_i64(deadline).ptr());
+    replication::pexpireat(ctx, name, deadline, had_ttl);
     rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);
     rm::signal_modified(ctx, name);
     true
@@ -164,10 +166,28 @@ pub fn delete_named(ctx: Ctx, name: RStr) -> bool {
         return false;
     }
     key.delete();
-    rm::replicate_del(ctx, name);
+    replication::del(ctx, name);
     rm::notify(ctx, NOTIFY_GENERIC, c"del", name);
     rm::signal_modified(ctx, name);
     true
+}
+
+/// Delete the lock key and one more key (a read hold's timeout key, if it exists), replicated
+/// as one `DEL key other`.
+pub fn delete_with(ctx: Ctx, key: &Key, name: RStr, other: RStr) {
+    let o = Key::write(ctx, other);
+    if o.kind() == crate::ffi::key::KeyKind::Empty {
+        drop(o);
+        delete(ctx, key, name);
+        return;
+    }
+    o.delete();
+    key.delete();
+    replication::del2(ctx, name, other);
+    rm::notify(ctx, NOTIFY_GENERIC, c"del", other);
+    rm::signal_modified(ctx, other);
+    rm::notify(ctx, NOTIFY_GENERIC, c"del", name);
+    rm::signal_modified(ctx, name);
 }
 
 /// Publish `msg` on `channel` (sharded: SPUBLISH semantics). Outside cluster mode the publish

@@ -27,13 +27,7 @@ impl LockView {
 
 use crate::logic::error::Error;
 
-/// A hold count as HINCRBY writes it: a decimal integer >= 1.
-pub fn parse_count(raw: &[u8]) -> Result<i64, Error> {
-    match crate::logic::args::parse_i64(raw) {
-        Some(n) if n >= 1 => Ok(n),
-        _ => Err(Error::CorruptCount),
-    }
-}
+pub use crate::logic::args::parse_count;
 
 fn my_count(mine: &Option<Result<i64, Error>>) -> Result<Option<i64>, Error> {
     match mine {

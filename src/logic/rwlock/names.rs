@@ -41,10 +41,17 @@ pub fn key_prefix(key: &[u8]) -> Vec<u8> {
     p
 }
 
-/// The timeout-key prefix of `field` (a reader's owner id): `<key prefix>:<field>:rwlock_timeout`.
+/// The timeout-key prefix of `field` (a reader's owner id): `<key prefix>:<field>:rwlock_timeout`
+/// (with room for a hold number after it).
 pub fn timeout_prefix(key: &[u8], field: &[u8]) -> Vec<u8> {
-    let mut p = key_prefix(key);
-    p.reserve(field.len() + 16);
+    let mut p = Vec::with_capacity(key.len() + field.len() + 40);
+    if key.contains(&b'{') {
+        p.extend_from_slice(key);
+    } else {
+        p.push(b'{');
+        p.extend_from_slice(key);
+        p.push(b'}');
+    }
     p.push(b':');
     p.extend_from_slice(field);
     p.extend_from_slice(b":rwlock_timeout");
@@ -56,8 +63,29 @@ pub fn timeout_key(prefix: &[u8], n: i64) -> Vec<u8> {
     let mut k = Vec::with_capacity(prefix.len() + 21);
     k.extend_from_slice(prefix);
     k.push(b':');
-    k.extend_from_slice(n.to_string().as_bytes());
+    push_decimal(&mut k, n);
     k
+}
+
+/// Append `n` in decimal (as `n.to_string()` spells it), without a temporary string.
+fn push_decimal(out: &mut Vec<u8>, n: i64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        i -= 1;
+        if let Some(d) = digits.get_mut(i) {
+            *d = b'0' + (v % 10) as u8;
+        }
+        v /= 10;
+        if v == 0 || i == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(digits.get(i..).unwrap_or(&[]));
 }
 
 #[cfg(test)]
@@ -74,5 +102,8 @@ mod tests {
         assert_eq!(timeout_key(&p, 12), b"{cat}:u:1:rwlock_timeout:12");
         assert_eq!(timeout_prefix(b"a{t}", b"o"), b"a{t}:o:rwlock_timeout");
         assert_eq!(key_prefix(b"x"), b"{x}");
+        for n in [0, 7, 10, -3, i64::MAX, i64::MIN] {
+            assert_eq!(timeout_key(b"p", n), format!("p:{n}").into_bytes());
+        }
     }
 }

@@ -7,8 +7,8 @@
 //! has its own timeout key, so a read unlock looks at the holds that remain (see
 //! [`after_read_drop`]).
 
+use crate::logic::args::parse_count;
 use crate::logic::error::Error;
-use crate::logic::lock::state::parse_count;
 
 /// The `mode` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

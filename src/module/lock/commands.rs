@@ -3,7 +3,7 @@
 //! happens before the first write.
 
 use crate::ffi::key::{Key, KeyKind};
-use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
+use crate::ffi::rm::{self, Ctx, RStr};
 use crate::logic::args;
 use crate::logic::command_args::{AcquireArgs, ReleaseArgs, RenewArgs};
 use crate::logic::error::Error;
@@ -32,7 +32,7 @@ fn view(key: &Key, owner: RStr) -> Result<LockView, Error> {
 
 /// Whether a hash holds a read-write lock: its `mode` field is `read` or `write`.
 pub fn is_rwlock(key: &Key) -> bool {
-    let mode = OwnedStr::new(b"mode");
+    let mode = rm::mode_field();
     key.hash_get(mode.ptr(), |m| m == b"read" || m == b"write").unwrap_or(false)
 }
 

@@ -12,8 +12,11 @@ use crate::logic::rwlock::names;
 use crate::logic::rwlock::policy::Request;
 use crate::logic::rwlock::state::{self, Mode, ReadAfter, ReadRelease, RwView, Take, WriteRelease};
 use crate::module::rwlock::holds::{self, MAX_WALK};
+use crate::module::rwlock::take::{
+    self, check_derived, clear_expired, expired_reads, prepare, timeout_key, Want,
+};
 use crate::module::rwlock::waiting::RwLock;
-use crate::module::{acl, cluster, effects, token, wait};
+use crate::module::{acl, effects, token, wait};
 use crate::registry::stats;
 
 /// The message a read unlock publishes when it frees the lock (`0`), and a write unlock or a
@@ -33,120 +36,7 @@ fn hand_over_or_publish(ctx: Ctx, key: &Key, name: RStr, now: i64, msg: Access) 
     }
 }
 
-/// A read hold's timeout key, checked as if the client had named it: in the lock's slot
-/// (cluster) and writable by the user.
-pub fn timeout_key(ctx: Ctx, lock: &[u8], owner: &[u8], n: i64) -> Result<Vec<u8>, Error> {
-    let tk = names::timeout_key(&names::timeout_prefix(lock, owner), n);
-    check_derived(ctx, lock, &tk)?;
-    Ok(tk)
-}
-
-fn check_derived(ctx: Ctx, lock: &[u8], tk: &[u8]) -> Result<(), Error> {
-    if cluster::enabled() && cluster::key_slot(tk) != cluster::key_slot(lock) {
-        return Err(Error::TimeoutKeyCrossSlot);
-    }
-    if !acl::may_write(ctx, tk) {
-        return Err(Error::TimeoutKeyDenied);
-    }
-    Ok(())
-}
-
-/// A hold to write, decided and checked.
-pub struct Hold<'a> {
-    pub owner: &'a [u8],
-    pub access: Access,
-    /// `Create` or `Add`.
-    pub take: Take,
-    /// The hash's new deadline.
-    pub deadline: i64,
-    /// A read hold's timeout key and its deadline.
-    pub marker: Option<(Vec<u8>, i64)>,
-}
-
-/// What an acquire (or a grant) takes: `take` is `Create` or `Add`.
-pub struct Want<'a> {
-    pub owner: &'a [u8],
-    pub access: Access,
-    pub take: Take,
-    pub lease_ms: i64,
-}
-
-/// Decide where a hold's deadlines go and check what only the server can (the timeout key),
-/// before anything is written.
-pub fn prepare<'a>(ctx: Ctx, key: &Key, lock: &[u8], want: Want<'a>, now: i64) -> Result<Hold<'a>, Error> {
-    let Want { owner, access, take, lease_ms } = want;
-    let lease_end = args::deadline(now, lease_ms, args::LEASE)?;
-    let (deadline, marker) = match (access, take) {
-        (Access::Read, t) => {
-            let n = match t {
-                Take::Add { count } => count,
-                _ => 1,
-            };
-            let tk = timeout_key(ctx, lock, owner, n)?;
-            // The hash lives as long as its longest hold: max(PTTL, lease).
-            let d = match t {
-                Take::Add { .. } => key.deadline().map_or(lease_end, |cur| cur.max(lease_end)),
-                _ => lease_end,
-            };
-            (d, Some((tk, lease_end)))
-        }
-        (Access::Write, Take::Add { .. }) => {
-            // Redisson's write re-entry: the TTL becomes PTTL + lease (it grows).
-            let ms = key.pttl().checked_add(lease_ms).ok_or(Error::Overflow(args::LEASE))?;
-            (args::deadline(now, ms, args::LEASE)?, None)
-        }
-        (Access::Write, _) => (lease_end, None),
-    };
-    Ok(Hold { owner, access, take, deadline, marker })
-}
-
-/// Write a prepared hold: the mode (a new lock), the count, the read hold's timeout key, the
-/// hash's lease.
-pub fn write(ctx: Ctx, key: &Key, name: RStr, h: &Hold<'_>, now: i64) {
-    let field = match h.access {
-        Access::Read => OwnedStr::new(h.owner),
-        Access::Write => OwnedStr::new(&names::write_field(h.owner)),
-    };
-    let (count, fresh) = match h.take {
-        Take::Add { count } => (count, false),
-        _ => (1, true),
-    };
-    if fresh {
-        let mode = OwnedStr::new(names::MODE);
-        let value = OwnedStr::new(match h.access {
-            Access::Read => names::READ,
-            Access::Write => names::WRITE,
-        });
-        effects::hset(ctx, key, name, mode.ptr(), value.ptr());
-    }
-    effects::set_count(ctx, key, name, field.ptr(), count, 1);
-    if let Some((tk, d)) = &h.marker {
-        let tk = OwnedStr::new(tk);
-        effects::set_marker(ctx, tk.ptr(), *d, now);
-    }
-    if fresh || key.deadline() != Some(h.deadline) {
-        effects::set_lease(ctx, key, name, h.deadline, now);
-    }
-    rm::signal_modified(ctx, name);
-}
-
-/// A read-mode hash whose every read hold expired (Redisson's read unlock would delete it): it
-/// no longer keeps anyone out. Delete it and its stale fields' timeout keys.
-pub fn clear_expired(ctx: Ctx, key: &Key, name: RStr) {
-    for tk in holds::all_timeout_keys(key, rm::bytes(&name)) {
-        let tk = OwnedStr::new(&tk);
-        effects::delete_named(ctx, tk.ptr());
-    }
-    effects::delete(ctx, key, name);
-    stats::RW_EXPIRED_HOLDS.inc();
-}
-
-/// Whether a read-mode hash has no live read hold left.
-pub fn expired_reads(ctx: Ctx, key: &Key, name: RStr) -> bool {
-    matches!(holds::mode(key), Ok(Some(Mode::Read))) && !holds::walk(ctx, key, rm::bytes(&name), None).alive()
-}
-
-pub fn acquire(ctx: Ctx, name: RStr, a: &AcquireArgs<'_>, access: Access) -> Result<(), Error> {
+pub fn acquire(ctx: Ctx, name: RStr, owner: RStr, a: &AcquireArgs<'_>, access: Access) -> Result<(), Error> {
     let lock = rm::bytes(&name);
     if a.fence {
         acl::may_write_token(ctx, lock)?;
@@ -158,12 +48,12 @@ pub fn acquire(ctx: Ctx, name: RStr, a: &AcquireArgs<'_>, access: Access) -> Res
         _ => None,
     };
     let key = Key::write(ctx, name);
-    let mut v = holds::view(&key, a.owner);
+    let mut v = holds::view(&key, owner, access);
     let mut queued = wait::has_waiters::<RwLock>(ctx, name);
     // A lock freed behind our back and not yet handed over belongs to the head of the line.
     if v == RwView::Free && queued {
         wait::grant_head::<RwLock>(ctx, &key, name, now, false);
-        v = holds::view(&key, a.owner);
+        v = holds::view(&key, owner, access);
         queued = wait::has_waiters::<RwLock>(ctx, name);
     }
     let mut take = match access {
@@ -186,7 +76,7 @@ pub fn acquire(ctx: Ctx, name: RStr, a: &AcquireArgs<'_>, access: Access) -> Res
                 && take != Take::OwnReads
                 && wait::admit(lock, a.owner);
             if may_block {
-                let lock_deadline = key.deadline();
+                let lock_deadline = crate::module::rwlock::waiting::holds_end(ctx, &key, name);
                 drop(key);
                 let req = Request { lease_ms: a.lease_ms, fence: a.fence, access };
                 wait::block::<RwLock>(ctx, name, a.owner, req, wait_deadline, lock_deadline, now);
@@ -198,10 +88,16 @@ pub fn acquire(ctx: Ctx, name: RStr, a: &AcquireArgs<'_>, access: Access) -> Res
             return Ok(());
         }
     }
-    let hold = prepare(ctx, &key, lock, Want { owner: a.owner, access, take, lease_ms: a.lease_ms }, now)?;
+    let hold = prepare(
+        ctx,
+        &key,
+        lock,
+        Want { owner: a.owner, access, take, lease_ms: a.lease_ms, in_command: true },
+        now,
+    )?;
     let reentrant = matches!(take, Take::Add { count } if count > 1);
     let token = if a.fence { Some(token::prepare_for(ctx, lock, reentrant)?) } else { None };
-    write(ctx, &key, name, &hold, now);
+    take::write(ctx, &key, name, &hold, owner, now);
     match access {
         Access::Read => stats::RW_ACQUIRES_READ.inc(),
         Access::Write => stats::RW_ACQUIRES_WRITE.inc(),
@@ -220,7 +116,7 @@ pub fn release(ctx: Ctx, name: RStr, owner: RStr, a: &ReleaseArgs<'_>, access: A
     let now = rm::millis();
     let deadline = a.lease_ms.map(|l| args::deadline(now, l, args::LEASE)).transpose()?;
     let key = Key::write(ctx, name);
-    let v = holds::view(&key, a.owner);
+    let v = holds::view(&key, owner, access);
     match access {
         Access::Read => release_read(ctx, &key, name, owner, &v, now),
         Access::Write => release_write(ctx, &key, name, owner, &v, deadline, now),
@@ -240,18 +136,28 @@ fn release_read(ctx: Ctx, key: &Key, name: RStr, owner: RStr, v: &RwView, now: i
     let tk = timeout_key(ctx, lock, rm::bytes(&owner), old)?;
     let left = old.saturating_sub(1);
     let fields_left = key.hash_len().saturating_sub(usize::from(left <= 0));
-    let after = state::after_read_drop(fields_left, holds::walk(ctx, key, lock, Some(&tk)).longest, *mode);
+    // Redisson looks at the other holds only when other fields remain.
+    let longest = if fields_left > 1 { holds::walk(ctx, key, lock, Some(&tk)).longest } else { -2 };
+    let after = state::after_read_drop(fields_left, longest, *mode);
     if after == ReadAfter::Free {
         acl::may_publish_on(ctx, &names::channel(lock))?;
+    }
+    let tk = OwnedStr::new(&tk);
+    stats::RW_RELEASES_READ.inc();
+    if after == ReadAfter::Free {
+        // The hash goes: the count it held needs no write of its own.
+        effects::delete_with(ctx, key, name, tk.ptr());
+        stats::RW_RELEASES_FULL.inc();
+        hand_over_or_publish(ctx, key, name, now, Access::Read);
+        rm::reply_int(ctx, 1);
+        return Ok(());
     }
     if left > 0 {
         effects::set_count(ctx, key, name, owner, left, -1);
     } else {
         effects::hdel(ctx, key, name, owner);
     }
-    let tk = OwnedStr::new(&tk);
     effects::delete_named(ctx, tk.ptr());
-    stats::RW_RELEASES_READ.inc();
     match after {
         ReadAfter::Rearm(ms) => {
             effects::set_lease(ctx, key, name, now.saturating_add(ms), now);
@@ -262,12 +168,7 @@ fn release_read(ctx: Ctx, key: &Key, name: RStr, owner: RStr, v: &RwView, now: i
             rm::signal_modified(ctx, name);
             rm::reply_int(ctx, 0);
         }
-        ReadAfter::Free => {
-            effects::delete(ctx, key, name);
-            stats::RW_RELEASES_FULL.inc();
-            hand_over_or_publish(ctx, key, name, now, Access::Read);
-            rm::reply_int(ctx, 1);
-        }
+        ReadAfter::Free => {}
     }
     Ok(())
 }
@@ -305,8 +206,8 @@ fn release_write(
             // The writer keeps its read holds: the lock passes to read mode, readers at the
             // head of the line may join them (no message, as Redisson).
             effects::hdel(ctx, key, name, field.ptr());
-            let (mode, read) = (OwnedStr::new(names::MODE), OwnedStr::new(names::READ));
-            effects::hset(ctx, key, name, mode.ptr(), read.ptr());
+            let (mode, read) = (rm::mode_field(), rm::read_word());
+            effects::hset(ctx, key, name, &[(mode.ptr(), read.ptr())]);
             rm::signal_modified(ctx, name);
             stats::RW_RELEASES_WRITE.inc();
             wait::grant_head::<RwLock>(ctx, key, name, now, true);
@@ -316,11 +217,11 @@ fn release_write(
     Ok(())
 }
 
-pub fn renew(ctx: Ctx, name: RStr, a: &RenewArgs<'_>, access: Access) -> Result<(), Error> {
+pub fn renew(ctx: Ctx, name: RStr, owner: RStr, a: &RenewArgs<'_>, access: Access) -> Result<(), Error> {
     let now = rm::millis();
     let deadline = args::deadline(now, a.lease_ms, args::LEASE)?;
     let key = Key::write(ctx, name);
-    let v = holds::view(&key, a.owner);
+    let v = holds::view(&key, owner, access);
     let renewed = match access {
         Access::Write => {
             let ok = state::renew_write(&v)?;
@@ -366,7 +267,7 @@ pub fn force_release(ctx: Ctx, key: &Key, name: RStr) -> Result<(), Error> {
     acl::may_publish_on(ctx, &names::channel(lock))?;
     let tks = holds::all_timeout_keys(key, lock);
     for tk in &tks {
-        check_derived(ctx, lock, tk)?;
+        check_derived(Some(ctx), lock, tk)?;
     }
     for tk in tks {
         let tk = OwnedStr::new(&tk);

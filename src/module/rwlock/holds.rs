@@ -2,8 +2,9 @@
 //! decides from it), and the read holds its timeout keys keep alive.
 
 use crate::ffi::key::{Key, KeyKind};
-use crate::ffi::rm::{Ctx, OwnedStr};
+use crate::ffi::rm::{bytes, Ctx, OwnedStr, RStr};
 use crate::logic::args::parse_i64;
+use crate::logic::command_args::Access;
 use crate::logic::error::Error;
 use crate::logic::rwlock::names;
 use crate::logic::rwlock::state::{self, Mode, RwView};
@@ -14,15 +15,18 @@ pub const MAX_WALK: usize = 100_000;
 
 /// The hash's `mode`, `None` when absent, `Err` when neither value.
 pub fn mode(key: &Key) -> Result<Option<Mode>, Error> {
-    let f = OwnedStr::new(names::MODE);
+    let f = crate::ffi::rm::mode_field();
     match key.hash_get(f.ptr(), |b| state::parse_mode(Some(b))) {
         None => Ok(None),
         Some(m) => m,
     }
 }
 
-/// The lock as `owner` (its read field; `<owner>:write` its write field) sees it.
-pub fn view(key: &Key, owner: &[u8]) -> RwView {
+/// The lock as `owner` (its read field; `<owner>:write` its write field) sees it, for a
+/// command about its `access` hold. Only the counts the transitions of that access look at are
+/// read: a read command needs the write count only in write mode (the writer's own reads), a
+/// write command the read count only in read mode (no upgrade); the other is `None`.
+pub fn view(key: &Key, owner: RStr, access: Access) -> RwView {
     match key.kind() {
         KeyKind::Empty => RwView::Free,
         KeyKind::String | KeyKind::SortedSet | KeyKind::Other => RwView::WrongType,
@@ -30,10 +34,17 @@ pub fn view(key: &Key, owner: &[u8]) -> RwView {
             Err(_) => RwView::BadMode,
             Ok(None) => RwView::NoMode,
             Ok(Some(mode)) => {
-                let r = OwnedStr::new(owner);
-                let w = OwnedStr::new(&names::write_field(owner));
-                let read = key.hash_get(r.ptr(), |b| state::count(Some(b))).flatten();
-                let write = key.hash_get(w.ptr(), |b| state::count(Some(b))).flatten();
+                let read_count = || key.hash_get(owner, |b| state::count(Some(b))).flatten();
+                let write_count = || {
+                    let w = OwnedStr::new(&names::write_field(bytes(&owner)));
+                    key.hash_get(w.ptr(), |b| state::count(Some(b))).flatten()
+                };
+                let (read, write) = match (access, mode) {
+                    (Access::Read, Mode::Read) => (read_count(), None),
+                    (Access::Read, Mode::Write) => (read_count(), write_count()),
+                    (Access::Write, Mode::Read) => (read_count(), None),
+                    (Access::Write, Mode::Write) => (None, write_count()),
+                };
                 RwView::Held { mode, read, write }
             }
         },

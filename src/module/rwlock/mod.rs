@@ -4,4 +4,5 @@
 pub mod commands;
 pub mod holds;
 pub mod scripts;
+pub mod take;
 pub mod waiting;

@@ -328,7 +328,7 @@ fn apply<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, s: &Step, plan: &Pl
             let field = field.and_then(|f| a.resolve(f, &consts, plan, &mut made));
             let value = value.and_then(|v| a.resolve(v, &consts, plan, &mut made));
             if let (Some(key), Some(field), Some(value)) = (keys.open(a, i), field, value) {
-                effects::hset(ctx, key, name, field, value);
+                effects::hset(ctx, key, name, &[(field, value)]);
                 rm::signal_modified(ctx, name);
                 if wake {
                     W::hand_over(ctx, key, name, now);

@@ -6,8 +6,8 @@ it, Lua scripts and pub/sub on Redisson's data layout. See ``clients/python/READ
 
 from __future__ import annotations
 
-from ._errors import LockError, LockTimeout, NotOwnedError, ReplicaSyncError
-from .client import Lock, LockClient, MultiLock, RedLock
+from ._errors import LockError, LockTimeout, NotOwnedError, ReplicaSyncError, UpgradeError
+from .client import Lock, LockClient, MultiLock, ReadLock, RedLock, RWLock, WriteLock
 
 __version__ = "0.1.0"
 
@@ -18,6 +18,10 @@ __all__ = [
     "LockTimeout",
     "MultiLock",
     "NotOwnedError",
+    "RWLock",
+    "ReadLock",
     "RedLock",
     "ReplicaSyncError",
+    "UpgradeError",
+    "WriteLock",
 ]

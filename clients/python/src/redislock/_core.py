@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Union
 
 from . import _scripts
-from ._errors import LockTimeout, NotOwnedError, ReplicaSyncError
+from ._errors import LockTimeout, NotOwnedError, ReplicaSyncError, UpgradeError
 
 MODULE = "module"
 LUA = "lua"
@@ -77,10 +77,13 @@ def hash_tag(key: str) -> str:
     return key
 
 
-def check_cluster_name(name: str, fenced: bool) -> None:
+def check_cluster_name(name: str, fenced: bool, kind: str = "lock") -> None:
     """Lua mode on a cluster: the lock, its channel and token key must share a slot, or the
     release script fails with CROSSSLOT (a lock that could be taken but never released)."""
-    tags = {hash_tag(name), hash_tag(derived_name(CHANNEL_PREFIX, name))}
+    if kind == "lock":
+        tags = {hash_tag(name), hash_tag(derived_name(CHANNEL_PREFIX, name))}
+    else:  # a read-write lock: its channel and its read holds' keys too
+        tags = {hash_tag(name), hash_tag(derived_name("redisson_rwlock", name)), hash_tag(hold_prefix(name) + ":h")}
     if fenced:
         tags.add(hash_tag(derived_name(TOKEN_PREFIX, name)))
     if len(tags) > 1:
@@ -264,17 +267,47 @@ class Acquired(NamedTuple):
 NOT_ACQUIRED = Acquired(False)
 
 
+# Kinds of lock: a plain RLock, and the two sides of a read-write lock (RReadWriteLock).
+PLAIN = "lock"
+READ = "read"
+WRITE = "write"
+RW_CHANNEL_PREFIX = "redisson_rwlock"
+WRITE_SUFFIX = ":write"
+READ_UNLOCK_MESSAGE = "0"  # a read unlock that frees the lock wakes one waiter
+WRITE_UNLOCK_MESSAGE = "1"  # a write unlock or force unlock wakes every waiter
+
+
+def suffix_name(name: str, suffix: str) -> str:
+    """Redisson's ``suffixName``: ``{name}:suffix``, or ``name:suffix`` when name has a ``{``."""
+    return f"{name}:{suffix}" if "{" in name else f"{{{name}}}:{suffix}"
+
+
+def hold_prefix(name: str) -> str:
+    """The prefix of a read-write lock's read-hold keys: ``{name}`` (``name`` with a ``{``)."""
+    return name if "{" in name else f"{{{name}}}"
+
+
+def base_owner(kind: str, field: str) -> str:
+    """The owner id of a book owner (the hash field: ``<owner>`` or ``<owner>:write``)."""
+    return field[: -len(WRITE_SUFFIX)] if kind == WRITE else field
+
+
 @dataclass
 class Target:
-    """One lock as the commands see it: mode, names, and how a release is announced."""
+    """One lock as the commands see it: mode, names, kind, and how a release is announced.
+
+    The ``owner`` the methods take is the *book owner*: the lock's hash field (``<owner>`` for
+    a plain lock and a read hold, ``<owner>:write`` for a write hold), so the book and the
+    watchdog keep a thread's read and write holds of one read-write lock apart."""
 
     mode: str
     key: str
     cluster: bool
+    kind: str = PLAIN
 
     @property
     def channel(self) -> str:
-        return derived_name(CHANNEL_PREFIX, self.key)
+        return derived_name(RW_CHANNEL_PREFIX if self.kind != PLAIN else CHANNEL_PREFIX, self.key)
 
     @property
     def token_key(self) -> str:
@@ -285,33 +318,93 @@ class Target:
         # Redisson 3.22+ publishes sharded in a cluster; the module's "auto" publish mode agrees.
         return "SPUBLISH" if self.cluster else "PUBLISH"
 
+    @property
+    def _flag(self) -> tuple[str, ...]:
+        return () if self.kind == PLAIN else (self.kind.upper(),)
+
+    def timeout_prefix(self, owner: str) -> str:
+        """A reader's timeout-key prefix: hold n is ``<prefix>:n``."""
+        return suffix_name(self.key, f"{owner}:rwlock_timeout")
+
     def acquire(self, owner: str, lease: int, fenced: bool, wait_ms: int | Until | None) -> Command:
         if self.mode == MODULE:
-            command: list[Any] = ["LOCK.ACQUIRE", self.key, owner, lease]
+            command: list[Any] = ["LOCK.ACQUIRE", self.key, base_owner(self.kind, owner), lease]
             if wait_ms is not None:
                 command += ["WAIT", wait_ms]
             if fenced:
                 command.append("FENCE")
-            return tuple(command)
+            return (*command, *self._flag)
+        if self.kind == READ:
+            return evalsha(
+                _scripts.RW_READ_ACQUIRE, [self.key, self.timeout_prefix(owner)], [lease, owner, owner + WRITE_SUFFIX]
+            )
+        if self.kind == WRITE:
+            if fenced:
+                return evalsha(_scripts.RW_WRITE_ACQUIRE_FENCED, [self.key, self.token_key], [lease, owner])
+            return evalsha(_scripts.RW_WRITE_ACQUIRE, [self.key], [lease, owner])
         if fenced:
             return evalsha(_scripts.ACQUIRE_FENCED, [self.key, self.token_key], [lease, owner])
         return evalsha(_scripts.ACQUIRE, [self.key], [lease, owner])
 
     def release(self, owner: str, rearm_ms: int = 0) -> Command:
-        """One hold less; ``rearm_ms`` > 0 resets the lease while holds remain, 0 keeps it."""
+        """One hold less; ``rearm_ms`` > 0 resets the lease while holds remain, 0 keeps it (a
+        read release sets the hash's TTL from the remaining holds, as Redisson does)."""
         if self.mode == MODULE:
-            return ("LOCK.RELEASE", self.key, owner, rearm_ms) if rearm_ms else ("LOCK.RELEASE", self.key, owner)
+            rearm = (rearm_ms,) if rearm_ms and self.kind != READ else ()
+            return ("LOCK.RELEASE", self.key, base_owner(self.kind, owner), *rearm, *self._flag)
+        if self.kind == READ:
+            return evalsha(
+                _scripts.RW_READ_UNLOCK,
+                [self.key, self.channel, self.timeout_prefix(owner), hold_prefix(self.key)],
+                [READ_UNLOCK_MESSAGE, owner, self.publish],
+            )
+        if self.kind == WRITE:
+            return evalsha(
+                _scripts.RW_WRITE_UNLOCK,
+                [self.key, self.channel],
+                [WRITE_UNLOCK_MESSAGE, rearm_ms, owner, self.publish],
+            )
         return evalsha(_scripts.UNLOCK, [self.key, self.channel], [UNLOCK_MESSAGE, rearm_ms, owner, self.publish])
 
     def renew(self, owner: str, lease: int) -> Command:
         if self.mode == MODULE:
-            return ("LOCK.RENEW", self.key, owner, lease)
+            return ("LOCK.RENEW", self.key, base_owner(self.kind, owner), lease, *self._flag)
+        if self.kind == READ:
+            return evalsha(_scripts.RW_READ_RENEW, [self.key, hold_prefix(self.key)], [lease, 1, owner])
         return evalsha(_scripts.RENEW, [self.key], [lease, owner])
 
     def force_release(self) -> Command:
+        """Plain lock: delete it. Read / write side: Redisson's force unlock of that side (the
+        lock is deleted only when it is in that mode), in both modes."""
+        if self.kind == READ:
+            return evalsha(_scripts.RW_READ_FORCE_UNLOCK, [self.key, self.channel], [READ_UNLOCK_MESSAGE, self.publish])
+        if self.kind == WRITE:
+            return evalsha(
+                _scripts.RW_WRITE_FORCE_UNLOCK, [self.key, self.channel], [WRITE_UNLOCK_MESSAGE, self.publish]
+            )
         if self.mode == MODULE:
             return ("LOCK.FORCERELEASE", self.key)
         return evalsha(_scripts.FORCE_UNLOCK, [self.key, self.channel], [UNLOCK_MESSAGE, self.publish])
+
+    def force_release_any(self) -> list[Command]:
+        """Free a read-write lock whatever its mode (replies: 1 for the one that freed it)."""
+        if self.mode == MODULE:
+            return [("LOCK.FORCERELEASE", self.key)]
+        return [Target(self.mode, self.key, self.cluster, side).force_release() for side in (WRITE, READ)]
+
+    def locked(self) -> Command:
+        """Whether the lock (this side of a read-write lock) is held, reply 1/0 or a mode."""
+        if self.kind == READ:
+            return evalsha(_scripts.RW_READ_LOCKED, [self.key], [])
+        if self.kind == WRITE:
+            return ("HGET", self.key, "mode")
+        return ("EXISTS", self.key)
+
+
+def parse_locked(kind: str, reply: Any) -> bool:
+    if kind == WRITE:
+        return reply in (b"write", "write")
+    return bool(int(reply))
 
 
 def parse_acquire(reply: Any, fenced: bool) -> Acquired:
@@ -359,6 +452,10 @@ class AcquirePlan:
 
     def _attempt(self, wait_ms: int | Until | None, extra: float) -> Generator[Request, Any, Acquired]:
         replies = yield Run(self.target.key, self._commands(wait_ms), extra)
+        if is_error(replies[0]) and self.target.kind == WRITE and wait_ms is not None:
+            # The module refuses a WRITE ... WAIT by an owner with read holds (it would wait for
+            # itself): say so with our own error when that is the cause.
+            yield from self.check_upgrade(replies[0])
         got = parse_acquire(raise_error(replies[0]), self.fenced)
         if got.acquired and self.sync_replicas:
             acked = replies[1]
@@ -369,6 +466,20 @@ class AcquirePlan:
                 raise_error(acked)
                 raise ReplicaSyncError(int(acked), self.sync_replicas)
         return got
+
+    def check_upgrade(self, cause: BaseException | None = None) -> Generator[Request, Any, None]:
+        """A write acquire that would wait for this owner's own read holds: UpgradeError."""
+        owner = base_owner(self.target.kind, self.owner)
+        replies = yield Run(self.target.key, [("HEXISTS", self.target.key, owner)])
+        if not is_error(replies[0]) and int(replies[0]) == 1:
+            raise upgrade_error(self.target.key, owner) from cause
+
+
+def upgrade_error(name: str, owner: str) -> UpgradeError:
+    return UpgradeError(
+        f"owner {owner!r} holds read locks of {name!r}: waiting for its write lock would wait for itself"
+        " (a read lock cannot be upgraded; release the read holds first, or use blocking=False)"
+    )
 
 
 # An early reply to LOCK.ACQUIRE ... WAIT (the server did not queue the waiter: lock.max-waiters
@@ -422,6 +533,8 @@ def acquire_flow(plan: AcquirePlan) -> Generator[Request, Any, Acquired]:
     got = yield from plan._attempt(None, sync_extra)
     if got.acquired or not plan.blocking or plan.timeout == 0:
         return got
+    if plan.target.kind == WRITE:  # Redisson would wait for itself here (until its holds expire)
+        yield from plan.check_upgrade()
     yield Listen(plan.target.key, plan.target.channel)
     while True:
         got = yield from plan._attempt(None, sync_extra)
@@ -439,17 +552,24 @@ def acquire_flow(plan: AcquirePlan) -> Generator[Request, Any, Acquired]:
 def renew_commands(
     mode: str, holds: list[tuple[Hold, int]], slot: Callable[[str], int]
 ) -> list[tuple[Command, list[Hold]]]:
-    """The watchdog's batch for one node: LOCK.RENEW per hold, or one Lua renew per hash slot
-    and lease (a hold near its ``max_hold`` gets a shorter one). ``holds``: (hold, lease ms)."""
+    """The watchdog's batch for one node: LOCK.RENEW per hold, or one Lua renew per hash slot,
+    lease and script (a hold near its ``max_hold`` gets a shorter lease). Plain locks and write
+    holds: Redisson's RLock renewal (the write hold's field as owner); read holds: Redisson 4.4's
+    read renewal (only this owner's hold keys and the hash). ``holds``: (hold, lease ms)."""
     if mode == MODULE:
-        return [(("LOCK.RENEW", h.key, h.owner, ms), [h]) for h, ms in holds]
-    groups: dict[tuple[int, int], list[Hold]] = {}
+        return [(Target(mode, h.key, False, h.kind).renew(h.owner, ms), [h]) for h, ms in holds]
+    groups: dict[tuple[int, int, bool], list[Hold]] = {}
     for h, ms in holds:
-        groups.setdefault((slot(h.key), ms), []).append(h)
-    return [
-        (evalsha(_scripts.RENEW, [h.key for h in group], [ms, *(h.owner for h in group)]), group)
-        for (_, ms), group in groups.items()
-    ]
+        groups.setdefault((slot(h.key), ms, h.kind == READ), []).append(h)
+    batch: list[tuple[Command, list[Hold]]] = []
+    for (_, ms, read), group in groups.items():
+        if read:
+            keys = [k for h in group for k in (h.key, hold_prefix(h.key))]
+            args = [a for h in group for a in (1, h.owner)]
+            batch.append((evalsha(_scripts.RW_READ_RENEW, keys, [ms, *args]), group))
+        else:
+            batch.append((evalsha(_scripts.RENEW, [h.key for h in group], [ms, *(h.owner for h in group)]), group))
+    return batch
 
 
 def renew_results(reply: Any, group: list[Hold]) -> list[tuple[Hold, bool | None]]:
@@ -504,6 +624,7 @@ class Hold:
         "expires",
         "holder",
         "key",
+        "kind",
         "lease",
         "locks",
         "lost",
@@ -528,6 +649,7 @@ class Hold:
     ) -> None:
         self.key = key
         self.owner = owner
+        self.kind = "lock"  # or "read" / "write": which side of a read-write lock
         self.count = 1
         self.watch = watch
         self.token = token
@@ -587,6 +709,7 @@ class Suspect(NamedTuple):
     key: str
     owner: str
     until: float  # monotonic: after this, whatever the server granted has expired on its own
+    kind: str = "lock"
 
 
 class Ticket:
@@ -599,11 +722,12 @@ class Ticket:
     one hold off the book, and the server is then brought to the book (``reconcile``).
     """
 
-    __slots__ = ("applied", "begun", "hold", "key", "owner", "recorded", "sent")
+    __slots__ = ("applied", "begun", "hold", "key", "kind", "owner", "recorded", "sent")
 
-    def __init__(self, key: str, owner: str) -> None:
+    def __init__(self, key: str, owner: str, kind: str = "lock") -> None:
         self.key = key
         self.owner = owner
+        self.kind = kind
         self.begun = False  # an acquire marked (key, owner) busy
         self.recorded = False  # an acquire recorded one more hold
         self.applied = False  # a release took its hold off the book (or the acquire was undone)
@@ -680,6 +804,7 @@ class Registry:
             hold = self._holds.get((key, owner))
             if hold is None or hold.lost:
                 hold = Hold(key, owner, watch, token, on_lost, lock, lease, sent, holder, max_hold)
+                hold.kind = ticket.kind
                 self._holds[(key, owner)] = hold
             else:
                 hold.count += 1
@@ -827,7 +952,7 @@ class Registry:
             return bool(self._suspects)
 
 
-def reconcile_commands(target: Target, owner: str, excess: int) -> list[Command]:
+def reconcile_commands(target: Target, owner: str, excess: int) -> list[Command]:  # owner: the book's
     """Releases that bring ``owner``'s count down by ``excess`` (keeping the TTL)."""
     return [target.release(owner) for _ in range(max(0, excess))]
 

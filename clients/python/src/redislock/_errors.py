@@ -38,3 +38,13 @@ class ReplicaSyncError(LockError):
         super().__init__(f"only {acked} of {wanted} replicas acknowledged the lock; released it again")
         self.acked = acked
         self.wanted = wanted
+
+
+class UpgradeError(LockError):
+    """A waiting write acquire of a read-write lock by an owner that holds read locks of it.
+
+    The write lock is granted only when no other owner holds a read lock, and this owner's own
+    read holds count too (a read lock cannot be upgraded): it would wait for itself. Redisson
+    deadlocks there until the read holds expire; redislock raises this instead, at once. A
+    non-blocking attempt (``blocking=False`` or ``timeout=0``) just returns False.
+    """

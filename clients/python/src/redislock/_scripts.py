@@ -32,5 +32,40 @@ FORCE_UNLOCK = _load("forceunlock")
 # KEYS[i] lock i; ARGV[1] lease ms, ARGV[i + 1] the owner of KEYS[i]. Reply 1 or 0 per key.
 RENEW = _load("renew-batch")
 
-ALL = (ACQUIRE, ACQUIRE_FENCED, UNLOCK, FORCE_UNLOCK, RENEW)
+
+# The read-write lock (Redisson's RReadWriteLock layout; see the files for KEYS/ARGV).
+# KEYS[1] lock, KEYS[2] reader's timeout-key prefix; ARGV lease ms, reader, writer field. nil / PTTL.
+RW_READ_ACQUIRE = _load("rw-read-acquire")
+# KEYS[1] lock; ARGV lease ms, writer field. nil / PTTL.
+RW_WRITE_ACQUIRE = _load("rw-write-acquire")
+# KEYS[1] lock, KEYS[2] token counter; ARGV as RW_WRITE_ACQUIRE. {-1, token} / {pttl, -1}.
+RW_WRITE_ACQUIRE_FENCED = _load("rw-write-fenced-acquire")
+# KEYS lock, channel, timeout-key prefix, hold-key prefix; ARGV "0", reader, publish. nil / 0 / 1.
+RW_READ_UNLOCK = _load("rw-read-release")
+# KEYS lock, channel; ARGV "1", lease ms ("0" keeps the TTL), writer field, publish. nil / 0 / 1.
+RW_WRITE_UNLOCK = _load("rw-write-release")
+# KEYS lock, channel; ARGV message, publish. 1 when the lock was in that mode (and deleted), else 0.
+RW_READ_FORCE_UNLOCK = _load("rw-read-forceunlock")
+RW_WRITE_FORCE_UNLOCK = _load("rw-write-forceunlock")
+# KEYS[2i-1] lock i, KEYS[2i] its hold-key prefix; ARGV lease ms, then per lock: count, readers.
+RW_READ_RENEW = _load("rw-read-renew-batch-own")
+# KEYS[1] lock. 1 when read-locked (a writer's own read holds too), else 0.
+RW_READ_LOCKED = _load("rw-read-islocked")
+
+ALL = (
+    ACQUIRE,
+    ACQUIRE_FENCED,
+    UNLOCK,
+    FORCE_UNLOCK,
+    RENEW,
+    RW_READ_ACQUIRE,
+    RW_WRITE_ACQUIRE,
+    RW_WRITE_ACQUIRE_FENCED,
+    RW_READ_UNLOCK,
+    RW_WRITE_UNLOCK,
+    RW_READ_FORCE_UNLOCK,
+    RW_WRITE_FORCE_UNLOCK,
+    RW_READ_RENEW,
+    RW_READ_LOCKED,
+)
 SHA = {body: hashlib.sha1(body.encode()).hexdigest() for body in ALL}

@@ -29,6 +29,10 @@ from ._core import (
     DEFAULT,
     LUA,
     MODULE,
+    PLAIN,
+    READ,
+    WRITE,
+    WRITE_SUFFIX,
     Acquired,
     AcquirePlan,
     Alive,
@@ -60,6 +64,7 @@ from ._core import (
     lease_ms,
     load_script_commands,
     module_loaded,
+    parse_locked,
     parse_release,
     parse_renew,
     quorum,
@@ -72,6 +77,7 @@ from ._core import (
     resolve,
     thread_alive,
     timed_out,
+    upgrade_error,
     uses_scripts,
 )
 from ._errors import LockTimeout, NotOwnedError
@@ -281,8 +287,8 @@ class _Engine:
             self._mode = MODULE if module_loaded(raise_error(reply)) else LUA
         return self._mode
 
-    def target(self, key: str, deadline: float | None = None) -> Target:
-        return Target(self.mode(key, deadline), key, self.cluster)
+    def target(self, key: str, deadline: float | None = None, kind: str = PLAIN) -> Target:
+        return Target(self.mode(key, deadline), key, self.cluster, kind)
 
     def run(
         self, key: str, commands: list[Command], extra: float = 0.0, deadline: float | None = None, side: bool = False
@@ -397,7 +403,7 @@ class _Engine:
         count = 0 if count is None else int(count)
         keep = self.registry.count(key, owner)
         if count > keep:
-            target = Target(self._mode, key, self.cluster)
+            target = Target(self._mode, key, self.cluster, suspect.kind)
             for reply in self.run_on(own, reconcile_commands(target, owner, count - keep)):
                 if reply is None:
                     break
@@ -405,12 +411,14 @@ class _Engine:
         self.registry.set_count(key, owner, min(count, keep))
         return True
 
-    def settle(self, key: str, owner: str, lease_s: float, error: BaseException | None = None) -> None:
+    def settle(
+        self, key: str, owner: str, lease_s: float, error: BaseException | None = None, kind: str = PLAIN
+    ) -> None:
         """After an acquire or release whose replies were not all read: release what the
         server granted beyond what the book holds. When the server cannot be asked now (it did
         not answer: ``error`` is a connection error or timeout), the watchdog retries until the
         lease has run out (then the grant has expired anyway)."""
-        suspect = Suspect(key, owner, time.monotonic() + lease_s + 1.0)
+        suspect = Suspect(key, owner, time.monotonic() + lease_s + 1.0, kind)
         done = False
         try:
             if not isinstance(error, (RedisConnectionError, RedisTimeoutError)):
@@ -620,6 +628,22 @@ class LockClient:
         ``max_hold`` caps the renewal of its holds (default: the client's ``max_hold``)."""
         return Lock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost, timeout, max_hold)
 
+    def rwlock(
+        self,
+        name: str | bytes,
+        owner: str | None = None,
+        fenced: bool = False,
+        sync_replicas: int = 0,
+        sync_timeout: float = 1.0,
+        on_lost: OnLost | None = None,
+        timeout: float | None = None,
+        max_hold: Any = DEFAULT,
+    ) -> RWLock:
+        """A read-write lock ``name`` (Redisson's RReadWriteLock layout): ``rw.read`` and
+        ``rw.write`` are locks with the ``Lock`` API. The options are ``lock()``'s, for both
+        sides; ``fenced=True`` gives the write side fencing tokens (the read side has none)."""
+        return RWLock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost, timeout, max_hold)
+
     def synchronized(
         self, name: str | bytes, *, timeout: float | None = None, lease: float | None = None, **options: Any
     ) -> Callable[[F], F]:
@@ -653,6 +677,9 @@ class Lock:
     The owner is ``<client id>:<thread number>`` at each call unless pinned with ``owner=``.
     """
 
+    _kind = PLAIN  # which commands and scripts it sends (see _core.Target)
+    _suffix = ""  # the owner's hash field is owner + _suffix
+
     def __init__(
         self,
         client: LockClient,
@@ -678,6 +705,10 @@ class Lock:
     def owner(self) -> str:
         """The owner id of the calling thread (or the pinned one)."""
         return self._pinned or f"{self.client.id}:{_thread_number()}"
+
+    def _field(self, owner: str | None = None) -> str:
+        """The owner's field in the lock's hash: the book's name for its holds."""
+        return (owner or self.owner) + self._suffix
 
     def _holder(self) -> Alive | None:
         """What a default owner's hold lives with: the calling thread (pinned owners: nothing)."""
@@ -718,16 +749,19 @@ class Lock:
         hold_ms = hold_lease_ms(lease, engine.lease_ms, self.max_hold)
         if engine.closed:
             raise RuntimeError("the LockClient is closed")
-        ticket = Ticket(self.name, owner)
+        if self._kind == WRITE and blocking and wait != 0 and engine.registry.count(self.name, owner) > 0:
+            raise upgrade_error(self.name, owner)  # its own read holds: it would wait for itself
+        field = owner + self._suffix
+        ticket = Ticket(self.name, field, self._kind)
         try:
             if lease is None:
                 engine.ensure_watchdog()  # before a hold exists: starting a thread can be interrupted
             engine.registry.begin(ticket)
             deadline = hard_deadline(wait, self._sync_ms, self._replicas, engine.grace, deadline)
-            target = engine.target(self.name, deadline)
+            target = engine.target(self.name, deadline, self._kind)
             if engine.cluster and target.mode == LUA:
-                check_cluster_name(self.name, self.fenced)
-            plan = AcquirePlan(target, owner, hold_ms, self.fenced, self._replicas, self._sync_ms, blocking, wait)
+                check_cluster_name(self.name, self.fenced, self._kind)
+            plan = AcquirePlan(target, field, hold_ms, self.fenced, self._replicas, self._sync_ms, blocking, wait)
             waits = target.mode == MODULE and bool(blocking) and wait != 0
             got, sent = engine.drive(acquire_flow(plan), deadline, side, ticket)
             if not got.acquired:
@@ -744,7 +778,7 @@ class Lock:
             # have granted beyond the book (a reply never read) is released.
             engine.registry.abort(ticket)
             if ticket.sent:
-                engine.settle(self.name, owner, hold_ms / 1000, error)
+                engine.settle(self.name, field, hold_ms / 1000, error, self._kind)
             raise
 
     def release(self) -> None:
@@ -758,15 +792,17 @@ class Lock:
     def _release_as(self, owner: str | None) -> None:
         try:  # first: an interrupt at any later point still gives the hold back
             ticket = None
-            owner = owner or self.owner
+            field = self._field(owner)
             engine = self._engine
-            ticket = Ticket(self.name, owner)
+            ticket = Ticket(self.name, field, self._kind)
             hold = engine.registry.begin_release(ticket)
             rearm = engine.lease_ms if hold is not None and hold.watch else 0
-            command = engine.target(self.name).release(owner, rearm)
+            command = engine.target(self.name, kind=self._kind).release(field, rearm)
             ticket.sent = True
             freed = parse_release(engine.run(self.name, [command], side=True)[0])
-            engine.registry.end_release(ticket, not freed)
+            # A read release replies 0 while other owners hold the lock, even when this owner's last
+            # hold is gone: the book's count says whether it keeps one.
+            engine.registry.end_release(ticket, None if self._kind == READ and not freed else not freed)
         except NotOwnedError:
             if ticket is not None:
                 self._engine.registry.end_release(ticket, False)
@@ -779,13 +815,13 @@ class Lock:
         """A release that raised before its reply was read: one hold less on the book, then
         the server is brought to the book (release sent or not)."""
         engine = self._engine
-        ticket = ticket or Ticket(self.name, owner or self.owner)
+        ticket = ticket or Ticket(self.name, self._field(owner), self._kind)
         if ticket.hold is None and not ticket.applied:
             ticket.hold = engine.registry.get(ticket.key, ticket.owner)
         # Only a hold the book knows is reconciled (the server's count for an owner this
         # client never recorded is not its to change).
         if engine.registry.end_release(ticket, None) or (ticket.sent and ticket.hold is not None):
-            engine.settle(ticket.key, ticket.owner, engine.lease_ms / 1000, error)
+            engine.settle(ticket.key, ticket.owner, engine.lease_ms / 1000, error, self._kind)
 
     def extend(self, additional_time: float, replace_ttl: bool = False) -> None:
         """As redis-py's ``Lock.extend``: add ``additional_time`` seconds to the lease left, or
@@ -793,8 +829,8 @@ class Lock:
         not hold the lock. Meant for fixed-lease holds (kept holds stay renewed)."""
         ms = lease_ms(additional_time, "additional_time")
         engine = self._engine
-        owner = self.owner
-        target = engine.target(self.name)
+        owner = self._field()
+        target = engine.target(self.name, kind=self._kind)
         if not replace_ttl:
             pttl = int(raise_error(engine.run(self.name, [("PTTL", self.name)], side=True)[0]))
             ms = ms + pttl if pttl > 0 else ms
@@ -810,13 +846,15 @@ class Lock:
             hold.expires = sent + hold.lease
 
     def locked(self) -> bool:
-        """Whether anyone holds the lock (EXISTS)."""
-        return bool(self._engine.call(self.name, "EXISTS", self.name))
+        """Whether anyone holds the lock (EXISTS). A read-write lock's read side: whether it is
+        read-locked (a writer's own read holds too); its write side: whether it is write-locked."""
+        engine = self._engine
+        return parse_locked(self._kind, engine.call(self.name, *engine.target(self.name, kind=self._kind).locked()))
 
     def owned(self) -> bool:
         """Whether this owner holds the lock (HEXISTS). False without asking the server when the
         watchdog declared the hold lost or its lease ran out locally."""
-        owner = self.owner
+        owner = self._field()
         hold = self._engine.registry.get(self.name, owner)
         if hold is not None and (hold.lost or time.monotonic() >= hold.expires):
             return False
@@ -824,7 +862,7 @@ class Lock:
 
     def hold_count(self) -> int:
         """This owner's hold count, 0 if it holds none (HGET)."""
-        count = self._engine.call(self.name, "HGET", self.name, self.owner)
+        count = self._engine.call(self.name, "HGET", self.name, self._field())
         return 0 if count is None else int(count)
 
     def ttl(self) -> float | None:
@@ -835,15 +873,21 @@ class Lock:
         return math.inf if pttl < 0 else pttl / 1000
 
     def force_release(self) -> bool:
-        """Delete the lock whoever holds it and announce the release; True if there was one."""
+        """Delete the lock whoever holds it and announce the release; True if there was one.
+        A read-write lock's read side frees it only when it is read-locked, its write side only
+        when it is write-locked (Redisson's forceUnlock); ``rwlock.force_release()`` either."""
         engine = self._engine
-        engine.registry.drop_key(self.name)
-        return bool(int(engine.call(self.name, *engine.target(self.name).force_release())))
+        if self._kind == PLAIN:
+            engine.registry.drop_key(self.name)
+        freed = bool(int(engine.call(self.name, *engine.target(self.name, kind=self._kind).force_release())))
+        if freed:
+            engine.registry.drop_key(self.name)
+        return freed
 
     @property
     def token(self) -> int | None:
         """The fencing token of this owner's current hold (``fenced=True``), else None."""
-        hold = self._engine.registry.get(self.name, self.owner)
+        hold = self._engine.registry.get(self.name, self._field())
         return hold.token if hold is not None and not hold.lost else None
 
     def __enter__(self) -> Lock:
@@ -856,6 +900,71 @@ class Lock:
 
     def __repr__(self) -> str:
         return f"<redislock.Lock name={self.name!r}>"
+
+
+class ReadLock(Lock):
+    """The read side of a read-write lock (Redisson's RReadLock): shared with other readers,
+    excluded by a writer other than this owner (a writer may take read holds: downgrade).
+
+    Each hold has its own timeout key, so a reader that dies stops counting when its lease runs
+    out; the watchdog renews this owner's hold keys and the hash. ``token`` is always None."""
+
+    _kind = READ
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fenced = False
+
+    def __repr__(self) -> str:
+        return f"<redislock.ReadLock name={self.name!r}>"
+
+
+class WriteLock(Lock):
+    """The write side of a read-write lock (Redisson's RWriteLock): exclusive, reentrant, held
+    in the hash field ``<owner>:write``. An owner holding read locks cannot take it (no
+    upgrade): a waiting acquire raises ``redislock.UpgradeError``, a non-blocking one returns
+    False. ``fenced=True`` on ``rwlock()``: ``token`` is the hold's fencing token."""
+
+    _kind = WRITE
+    _suffix = WRITE_SUFFIX
+
+    def __repr__(self) -> str:
+        return f"<redislock.WriteLock name={self.name!r}>"
+
+
+class RWLock:
+    """A read-write lock: ``read`` and ``write`` share the hash ``name`` (Redisson's layout)."""
+
+    def __init__(
+        self,
+        client: LockClient,
+        name: str | bytes,
+        owner: str | None = None,
+        fenced: bool = False,
+        sync_replicas: int = 0,
+        sync_timeout: float = 1.0,
+        on_lost: OnLost | None = None,
+        timeout: float | None = None,
+        max_hold: Any = DEFAULT,
+    ) -> None:
+        options = (owner, fenced, sync_replicas, sync_timeout, on_lost, timeout, max_hold)
+        self.read = ReadLock(client, name, *options)
+        self.write = WriteLock(client, name, *options)
+        self.name = self.read.name
+        self.client = client
+
+    def force_release(self) -> bool:
+        """Free the lock whatever its mode (LOCK.FORCERELEASE, or Redisson's force unlocks);
+        True if it was held."""
+        engine = self.client._engine
+        target = engine.target(self.name, kind=WRITE)
+        replies = engine.run(self.name, target.force_release_any())
+        freed = any(int(raise_error(reply)) == 1 for reply in replies)
+        engine.registry.drop_key(self.name)
+        return freed
+
+    def __repr__(self) -> str:
+        return f"<redislock.RWLock name={self.name!r}>"
 
 
 class _Attempt:
@@ -1050,4 +1159,4 @@ def _release_quietly(lock: Lock, owner: str) -> None:
         log.info("giving back %r failed: %r", lock, error)
 
 
-__all__ = ["Lock", "LockClient", "MultiLock", "RedLock"]
+__all__ = ["Lock", "LockClient", "MultiLock", "RWLock", "ReadLock", "RedLock", "WriteLock"]

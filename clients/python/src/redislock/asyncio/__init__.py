@@ -44,6 +44,10 @@ from .._core import (
     DEFAULT,
     LUA,
     MODULE,
+    PLAIN,
+    READ,
+    WRITE,
+    WRITE_SUFFIX,
     Acquired,
     AcquirePlan,
     Alive,
@@ -75,6 +79,7 @@ from .._core import (
     lease_ms,
     load_script_commands,
     module_loaded,
+    parse_locked,
     parse_release,
     parse_renew,
     quorum,
@@ -86,9 +91,10 @@ from .._core import (
     reply_grace,
     resolve,
     timed_out,
+    upgrade_error,
     uses_scripts,
 )
-from .._errors import LockError, LockTimeout, NotOwnedError, ReplicaSyncError
+from .._errors import LockError, LockTimeout, NotOwnedError, ReplicaSyncError, UpgradeError
 from ..client import (
     MAX_REDIRECTS,
     SIDE_TIMEOUT,
@@ -318,8 +324,8 @@ class _Engine:
             self.mode_now = MODULE if module_loaded(raise_error(reply)) else LUA
         return self.mode_now
 
-    async def target(self, key: str, deadline: float | None = None) -> Target:
-        return Target(await self.mode(key, deadline), key, self.cluster)
+    async def target(self, key: str, deadline: float | None = None, kind: str = PLAIN) -> Target:
+        return Target(await self.mode(key, deadline), key, self.cluster, kind)
 
     async def run(
         self, key: str, commands: list[Command], extra: float = 0.0, deadline: float | None = None, side: bool = False
@@ -425,7 +431,7 @@ class _Engine:
         count = 0 if count is None else int(count)
         keep = self.registry.count(key, owner)
         if count > keep:
-            target = Target(self.mode_now, key, self.cluster)
+            target = Target(self.mode_now, key, self.cluster, suspect.kind)
             for reply in await self.run_on(own, reconcile_commands(target, owner, count - keep)):
                 if reply is None:
                     break
@@ -445,12 +451,14 @@ class _Engine:
                 self.registry.suspect(suspect)
                 self.ensure_watchdog()
 
-    async def settle(self, key: str, owner: str, lease_s: float, error: BaseException | None = None) -> None:
+    async def settle(
+        self, key: str, owner: str, lease_s: float, error: BaseException | None = None, kind: str = PLAIN
+    ) -> None:
         """After an acquire or release whose replies were not all read (an exception, a
         cancellation, a timeout): release what the server granted beyond the book. Runs in a
         task of its own that a second cancellation does not stop; a server that did not answer
         is left to the watchdog."""
-        suspect = Suspect(key, owner, time.monotonic() + lease_s + 1.0)
+        suspect = Suspect(key, owner, time.monotonic() + lease_s + 1.0, kind)
         now = not isinstance(error, (RedisConnectionError, RedisTimeoutError))
         task = asyncio.get_running_loop().create_task(self._settle(suspect, now))
         self._background.add(task)
@@ -604,6 +612,20 @@ class LockClient:
     ) -> Lock:
         return Lock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost, timeout, max_hold)
 
+    def rwlock(
+        self,
+        name: str | bytes,
+        owner: str | None = None,
+        fenced: bool = False,
+        sync_replicas: int = 0,
+        sync_timeout: float = 1.0,
+        on_lost: OnLost | None = None,
+        timeout: float | None = None,
+        max_hold: Any = DEFAULT,
+    ) -> RWLock:
+        """A read-write lock (see ``redislock.LockClient.rwlock``): ``rw.read`` / ``rw.write``."""
+        return RWLock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost, timeout, max_hold)
+
     def synchronized(
         self, name: str | bytes, *, timeout: float | None = None, lease: float | None = None, **options: Any
     ) -> Callable[[F], F]:
@@ -639,6 +661,9 @@ class Lock:
     versions where ``wait_for`` runs the coroutine in a task of its own.
     """
 
+    _kind = PLAIN  # which commands and scripts it sends (see _core.Target)
+    _suffix = ""  # the owner's hash field is owner + _suffix
+
     def __init__(
         self,
         client: LockClient,
@@ -663,6 +688,10 @@ class Lock:
     @property
     def owner(self) -> str:
         return self._pinned or f"{self.client.id}:{_task_number()}"
+
+    def _field(self, owner: str | None = None) -> str:
+        """The owner's field in the lock's hash: the book's name for its holds."""
+        return (owner or self.owner) + self._suffix
 
     def _caller(self) -> str | None:
         """The owner of the calling task, or None outside a task (then taken when run)."""
@@ -703,16 +732,19 @@ class Lock:
         hold_ms = hold_lease_ms(lease, engine.lease_ms, self.max_hold)
         if engine.closed:
             raise RuntimeError("the LockClient is closed")
-        ticket = Ticket(self.name, owner)
+        if self._kind == WRITE and blocking and wait != 0 and engine.registry.count(self.name, owner) > 0:
+            raise upgrade_error(self.name, owner)  # its own read holds: it would wait for itself
+        field = owner + self._suffix
+        ticket = Ticket(self.name, field, self._kind)
         try:
             if lease is None:
                 engine.ensure_watchdog()
             engine.registry.begin(ticket)
             deadline = hard_deadline(wait, self._sync_ms, self._replicas, engine.grace, deadline)
-            target = await engine.target(self.name, deadline)
+            target = await engine.target(self.name, deadline, self._kind)
             if engine.cluster and target.mode == LUA:
-                check_cluster_name(self.name, self.fenced)
-            plan = AcquirePlan(target, owner, hold_ms, self.fenced, self._replicas, self._sync_ms, blocking, wait)
+                check_cluster_name(self.name, self.fenced, self._kind)
+            plan = AcquirePlan(target, field, hold_ms, self.fenced, self._replicas, self._sync_ms, blocking, wait)
             waits = target.mode == MODULE and bool(blocking) and wait != 0
             got, sent = await engine.drive(acquire_flow(plan), deadline, side, ticket)
             if not got.acquired:
@@ -725,7 +757,7 @@ class Lock:
         except BaseException as error:
             engine.registry.abort(ticket)
             if ticket.sent:
-                await engine.settle(self.name, owner, hold_ms / 1000, error)
+                await engine.settle(self.name, field, hold_ms / 1000, error, self._kind)
             raise
 
     def release(self) -> Coroutine[Any, Any, None]:
@@ -734,26 +766,28 @@ class Lock:
     async def _release_as(self, owner: str | None) -> None:
         ticket: Ticket | None = None
         try:
-            owner = owner or self.owner
+            field = self._field(owner)
             engine = self._engine
-            ticket = Ticket(self.name, owner)
+            ticket = Ticket(self.name, field, self._kind)
             hold = engine.registry.begin_release(ticket)
             rearm = engine.lease_ms if hold is not None and hold.watch else 0
-            command = (await engine.target(self.name)).release(owner, rearm)
+            command = (await engine.target(self.name, kind=self._kind)).release(field, rearm)
             ticket.sent = True
             freed = parse_release((await engine.run(self.name, [command], side=True))[0])
-            engine.registry.end_release(ticket, not freed)
+            # A read release replies 0 while other owners hold the lock, even when this owner's last
+            # hold is gone: the book's count says whether it keeps one.
+            engine.registry.end_release(ticket, None if self._kind == READ and not freed else not freed)
         except NotOwnedError:
             if ticket is not None:
                 self._engine.registry.end_release(ticket, False)
             raise
         except BaseException as error:
             engine = self._engine
-            ticket = ticket or Ticket(self.name, owner or self.owner)
+            ticket = ticket or Ticket(self.name, self._field(owner), self._kind)
             if ticket.hold is None and not ticket.applied:
                 ticket.hold = engine.registry.get(ticket.key, ticket.owner)
             if engine.registry.end_release(ticket, None) or (ticket.sent and ticket.hold is not None):
-                await engine.settle(ticket.key, ticket.owner, engine.lease_ms / 1000, error)
+                await engine.settle(ticket.key, ticket.owner, engine.lease_ms / 1000, error, self._kind)
             raise
 
     def extend(self, additional_time: float, replace_ttl: bool = False) -> Coroutine[Any, Any, None]:
@@ -763,9 +797,9 @@ class Lock:
         return self._extend(self._caller(), ms, replace_ttl)
 
     async def _extend(self, owner: str | None, ms: int, replace_ttl: bool) -> None:
-        owner = owner or self.owner
+        owner = self._field(owner)
         engine = self._engine
-        target = await engine.target(self.name)
+        target = await engine.target(self.name, kind=self._kind)
         if not replace_ttl:
             pttl = int(raise_error((await engine.run(self.name, [("PTTL", self.name)], side=True))[0]))
             ms = ms + pttl if pttl > 0 else ms
@@ -781,19 +815,21 @@ class Lock:
             hold.expires = sent + hold.lease
 
     async def locked(self) -> bool:
-        return bool(await self._engine.call(self.name, "EXISTS", self.name))
+        """Whether anyone holds the lock (see ``redislock.Lock.locked``)."""
+        target = await self._engine.target(self.name, kind=self._kind)
+        return parse_locked(self._kind, await self._engine.call(self.name, *target.locked()))
 
     async def owned(self) -> bool:
         """Whether this owner holds the lock; False without a round trip when the hold was
         declared lost or its lease ran out locally."""
-        owner = self.owner
+        owner = self._field()
         hold = self._engine.registry.get(self.name, owner)
         if hold is not None and (hold.lost or time.monotonic() >= hold.expires):
             return False
         return bool(await self._engine.call(self.name, "HEXISTS", self.name, owner))
 
     async def hold_count(self) -> int:
-        count = await self._engine.call(self.name, "HGET", self.name, self.owner)
+        count = await self._engine.call(self.name, "HGET", self.name, self._field())
         return 0 if count is None else int(count)
 
     async def ttl(self) -> float | None:
@@ -803,14 +839,19 @@ class Lock:
         return math.inf if pttl < 0 else pttl / 1000
 
     async def force_release(self) -> bool:
+        """See ``redislock.Lock.force_release`` (a read-write lock's side frees only its mode)."""
         engine = self._engine
-        engine.registry.drop_key(self.name)
-        command = (await engine.target(self.name)).force_release()
-        return bool(int(await engine.call(self.name, *command)))
+        if self._kind == PLAIN:
+            engine.registry.drop_key(self.name)
+        command = (await engine.target(self.name, kind=self._kind)).force_release()
+        freed = bool(int(await engine.call(self.name, *command)))
+        if freed:
+            engine.registry.drop_key(self.name)
+        return freed
 
     @property
     def token(self) -> int | None:
-        hold = self._engine.registry.get(self.name, self.owner)
+        hold = self._engine.registry.get(self.name, self._field())
         return hold.token if hold is not None and not hold.lost else None
 
     async def __aenter__(self) -> Lock:
@@ -823,6 +864,63 @@ class Lock:
 
     def __repr__(self) -> str:
         return f"<redislock.asyncio.Lock name={self.name!r}>"
+
+
+class ReadLock(Lock):
+    """The asyncio read side of a read-write lock (see ``redislock.ReadLock``)."""
+
+    _kind = READ
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fenced = False
+
+    def __repr__(self) -> str:
+        return f"<redislock.asyncio.ReadLock name={self.name!r}>"
+
+
+class WriteLock(Lock):
+    """The asyncio write side of a read-write lock (see ``redislock.WriteLock``)."""
+
+    _kind = WRITE
+    _suffix = WRITE_SUFFIX
+
+    def __repr__(self) -> str:
+        return f"<redislock.asyncio.WriteLock name={self.name!r}>"
+
+
+class RWLock:
+    """The asyncio read-write lock: ``read`` and ``write`` share the hash ``name``."""
+
+    def __init__(
+        self,
+        client: LockClient,
+        name: str | bytes,
+        owner: str | None = None,
+        fenced: bool = False,
+        sync_replicas: int = 0,
+        sync_timeout: float = 1.0,
+        on_lost: OnLost | None = None,
+        timeout: float | None = None,
+        max_hold: Any = DEFAULT,
+    ) -> None:
+        options = (owner, fenced, sync_replicas, sync_timeout, on_lost, timeout, max_hold)
+        self.read = ReadLock(client, name, *options)
+        self.write = WriteLock(client, name, *options)
+        self.name = self.read.name
+        self.client = client
+
+    async def force_release(self) -> bool:
+        """Free the lock whatever its mode; True if it was held."""
+        engine = self.client._engine
+        target = await engine.target(self.name, kind=WRITE)
+        replies = await engine.run(self.name, target.force_release_any())
+        freed = any(int(raise_error(reply)) == 1 for reply in replies)
+        engine.registry.drop_key(self.name)
+        return freed
+
+    def __repr__(self) -> str:
+        return f"<redislock.asyncio.RWLock name={self.name!r}>"
 
 
 class MultiLock:
@@ -1016,6 +1114,10 @@ __all__ = [
     "LockTimeout",
     "MultiLock",
     "NotOwnedError",
+    "RWLock",
+    "ReadLock",
     "RedLock",
     "ReplicaSyncError",
+    "UpgradeError",
+    "WriteLock",
 ]
