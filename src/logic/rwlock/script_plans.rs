@@ -150,6 +150,29 @@ enum Walk {
     Bug,
 }
 
+/// The decimal digits of `n` in `buf` (no allocation: the walks name one key per hold).
+fn digits(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        i -= 1;
+        if let Some(d) = buf.get_mut(i) {
+            *d = b'0' + (v % 10) as u8;
+        }
+        v /= 10;
+        if v == 0 || i == 1 {
+            break;
+        }
+    }
+    if n < 0 {
+        i -= 1;
+        if let Some(d) = buf.get_mut(i) {
+            *d = b'-';
+        }
+    }
+    buf.get(i..).unwrap_or_default()
+}
+
 fn slot(i: Option<usize>) -> Result<u32, Quirk> {
     i.and_then(|i| u32::try_from(i).ok()).ok_or(Quirk::Layout)
 }
@@ -286,7 +309,7 @@ fn read_acquire(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Re
     }
     p.read(Cmd::HIncrBy, [Arg::Key(lock), Arg::Argv(owner), Arg::One]);
     let n = digits_ok(incremented(keys.field(us(lock), us(owner)), 1)?)?;
-    let hold = derived(keys, p, lock, &[prefix_text, b":", n.to_string().as_bytes()])?;
+    let hold = derived(keys, p, lock, &[prefix_text, b":", digits(n, &mut [0; 20])])?;
     set_hold(p, hold, lease, ms, now)?;
     let ms = ms.ok_or(Quirk::LeaseNotInteger)?;
     let left = keys.pttl(us(lock));
@@ -455,7 +478,7 @@ fn read_unlock(
         p.step(Cmd::HDel, [Arg::Key(lock), Arg::Argv(owner)], Effect::HDel);
     }
     let prefix_text = call.key(us(prefix)).unwrap_or_default();
-    let dropped = derived(keys, p, lock, &[prefix_text, b":", old.to_string().as_bytes()])?;
+    let dropped = derived(keys, p, lock, &[prefix_text, b":", digits(old, &mut [0; 20])])?;
     p.step(Cmd::Del, [dropped], Effect::DeleteNamed);
     let dropped_name = match dropped {
         Arg::Made(i) => p.made_text(i).map(<[u8]>::to_vec).unwrap_or_default(),
@@ -472,6 +495,7 @@ fn read_unlock(
         if walked > MAX_WALK {
             return Err(Quirk::WalkTooLong);
         }
+        p.steps.reserve(p.steps.len() + fields.len() + walked as usize + 4);
         let keyprefix_text = call.key(us(keyprefix)).unwrap_or_default();
         for (field, num) in fields {
             // The owner's own field as HINCRBY / HDEL left it.
@@ -496,7 +520,7 @@ fn read_unlock(
                     keys,
                     p,
                     lock,
-                    &[keyprefix_text, b":", &field, b":rwlock_timeout:", n.to_string().as_bytes()],
+                    &[keyprefix_text, b":", &field, b":rwlock_timeout:", digits(n, &mut [0; 20])],
                 )?;
                 p.read(Cmd::PTtl, [name]);
                 let text = match name {
@@ -704,7 +728,7 @@ fn renew(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan, walk: Walk) 
                         keys,
                         p,
                         lock,
-                        &[prefix, b":", &field, b":rwlock_timeout:", i.to_string().as_bytes()],
+                        &[prefix, b":", &field, b":rwlock_timeout:", digits(i, &mut [0; 20])],
                     )?;
                     p.step(Cmd::PExpire, [name, Arg::Argv(lease)], lease_named(ms, now)?);
                     i -= 1;
@@ -771,7 +795,7 @@ fn renew_own(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Resul
                     keys,
                     p,
                     lock,
-                    &[prefix, b":", field, b":rwlock_timeout:", i.to_string().as_bytes()],
+                    &[prefix, b":", field, b":rwlock_timeout:", digits(i, &mut [0; 20])],
                 )?;
                 let Some(ms) = ms else {
                     p.read(Cmd::PExpire, [name, Arg::Argv(lease)]);

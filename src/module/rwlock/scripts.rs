@@ -12,7 +12,7 @@
 
 use crate::ffi::key::{Key, KeyKind};
 use crate::ffi::luanum;
-use crate::ffi::rm::{self, Ctx, OwnedStr, RStr};
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr, StaticStr};
 use crate::logic::args::parse_i64;
 use crate::logic::plan::{Latch, Plan, Quirk};
 use crate::logic::rwlock::names;
@@ -23,6 +23,7 @@ use crate::module::cluster;
 use crate::module::rwlock::waiting::RwLock;
 use crate::module::scripts::plan::{self, Argv, Handles, Waiters};
 use crate::module::wait;
+use std::sync::LazyLock;
 
 /// Run read-write lock operation `op` for `call`. `Err`: the call runs in Lua; nothing was
 /// written.
@@ -51,8 +52,14 @@ struct Reads<'r, 'a> {
     now: i64,
 }
 
-/// A value as Lua's `tonumber` reads it.
+/// The `mode` field's name, made once.
+static MODE: LazyLock<StaticStr> = LazyLock::new(|| StaticStr::new(names::MODE));
+
+/// A value as Lua's `tonumber` reads it (an integer in Redis's spelling without the C library).
 fn lua_num(b: &[u8]) -> Num {
+    if let Some(n) = parse_i64(b) {
+        return if n.unsigned_abs() < 100_000_000_000_000 { Num::Int(n) } else { Num::Odd };
+    }
     match luanum::tonumber(b) {
         None => Num::Skip,
         Some(f) if f.fract() == 0.0 && f.abs() < 1e14 => Num::Int(f as i64),
@@ -86,9 +93,9 @@ impl Keys for Reads<'_, '_> {
     }
 
     fn mode(&mut self, lock: usize) -> ModeField {
-        let f = OwnedStr::new(names::MODE);
+        let f = MODE.ptr();
         let Some((key, _)) = self.open(lock) else { return ModeField::Other };
-        let mode = key.hash_get(f.ptr(), |b| match b {
+        let mode = key.hash_get(f, |b| match b {
             b"read" => ModeField::Read,
             b"write" => ModeField::Write,
             _ => ModeField::Other,
