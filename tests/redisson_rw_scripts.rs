@@ -705,3 +705,21 @@ fn hostile_rw_calls_never_crash_the_server() {
     let mut rc = srv.conn();
     assert_eq!(stat(&mut rc, "panics_caught"), 0);
 }
+
+#[test]
+fn replicas_without_the_module_stay_equal() {
+    let master = Server::start_opts(native_opts());
+    let replica = Server::start_opts(Opts::default().without_module());
+    replica.replicate_from(&master);
+    let mut m = Conn::new(master.port);
+    let mut r = Conn::new(replica.port);
+    load_rw(&mut m);
+    let mut rng = StdRng::seed_from_u64(11);
+    for _ in 0..600 {
+        let c = gen_call(&mut rng);
+        m.call(&argv(&c, rng.gen_bool(0.5)));
+    }
+    assert_eq!(cmd!(m, "WAIT", 1, 5000), R::Int(1));
+    assert_same_keyspace(&mut m, &mut r, 0, "replica");
+    assert!(info_counts(&mut m, "_native").values().sum::<i64>() > 300);
+}
