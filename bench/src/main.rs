@@ -336,11 +336,13 @@ fn rwlock_targets(rows: &[rwlock::Row], contended: &[rwlock::ContendedRow]) -> V
 fn redisson_targets(r: &redisson_scripts::Report) -> Vec<Target> {
     let mut t = Vec::new();
     for x in &r.ratios {
+        // A read unlock with 10 readers holding: >= 3x (family.md section 14).
+        let want = if x.op == redisson_scripts::RW_OPS[4] { 3.0 } else { 1.8 };
         t.push(Target {
             name: format!("Redisson {} via EVALSHA, native vs Lua, throughput", x.op),
-            required: ">= 1.8x".into(),
+            required: format!(">= {want}x"),
             measured: x.throughput,
-            met: x.throughput >= 1.8,
+            met: x.throughput >= want,
             note: "pipeline 32, same script".into(),
         });
         t.push(Target {

@@ -26,6 +26,13 @@ use testkit::{cmdstat, reset_stats};
 const ACQUIRE: &[u8] = testkit::scripts::ACQUIRE.as_bytes();
 const UNLOCK: &[u8] = testkit::scripts::UNLOCK_LATCH.as_bytes();
 const RENEW_BATCH: &[u8] = testkit::scripts::RENEW_BATCH.as_bytes();
+/// The read-write lock's scripts (3.44+ unlocks, with latch and nil for a missing lock).
+const RW_READ_ACQUIRE: &[u8] = testkit::scripts::RW_SOURCES[0].1.as_bytes();
+const RW_READ_UNLOCK: &[u8] = testkit::scripts::RW_SOURCES[4].1.as_bytes();
+const RW_WRITE_ACQUIRE: &[u8] = testkit::scripts::RW_SOURCES[12].1.as_bytes();
+const RW_WRITE_UNLOCK: &[u8] = testkit::scripts::RW_SOURCES[16].1.as_bytes();
+/// Readers holding each lock of the "read unlock, 10 readers" phase.
+const READERS: usize = 10;
 const LEASE: i64 = 30_000;
 const BATCH: usize = 100;
 
@@ -70,9 +77,20 @@ fn sha(body: &[u8]) -> String {
     sha1_smol::Sha1::from(body).digest().to_string()
 }
 
-/// `lock.redisson-extra-scripts` for our three scripts.
+/// Our scripts, by operation name.
+const SCRIPTS: [(&str, &[u8]); 7] = [
+    ("acquire", ACQUIRE),
+    ("unlock-latch", UNLOCK),
+    ("renew-batch", RENEW_BATCH),
+    ("rw-read-acquire", RW_READ_ACQUIRE),
+    ("rw-read-unlock-latch-nil", RW_READ_UNLOCK),
+    ("rw-write-acquire", RW_WRITE_ACQUIRE),
+    ("rw-write-unlock-latch-nil", RW_WRITE_UNLOCK),
+];
+
+/// `lock.redisson-extra-scripts` for our scripts.
 fn extra() -> String {
-    [("acquire", ACQUIRE), ("unlock-latch", UNLOCK), ("renew-batch", RENEW_BATCH)]
+    SCRIPTS
         .iter()
         .map(|(k, b)| format!("{k}:{}:{}", sha(b), b.len()))
         .collect::<Vec<_>>()
@@ -90,6 +108,21 @@ enum Op {
     Unlock,
     RenewBatch,
     Set,
+    ReadAcquire,
+    ReadUnlock,
+    WriteAcquire,
+    WriteUnlock,
+    /// The first of [`READERS`] readers of lock j unlocks (the others stay: reply 0).
+    ReadUnlockOfTen,
+}
+
+/// `{K}` of lock `k` (no `{` in the bench's names).
+fn rw_prefix(k: &str, owner: &str) -> String {
+    format!("{{{k}}}:{owner}:rwlock_timeout")
+}
+
+fn reader(r: usize) -> String {
+    format!("6e1d2b3c-4d5e-4f60-8a7b-9c8d7e6f5a4b:{}", r + 1)
 }
 
 fn key(i: usize) -> String {
@@ -127,8 +160,63 @@ fn command(op: Op, j: usize) -> redis::Cmd {
             &mut c
         }
         Op::Set => c.arg(key(j)).arg("v"),
+        Op::ReadAcquire => c
+            .arg(sha(RW_READ_ACQUIRE))
+            .arg(2)
+            .arg(key(j))
+            .arg(rw_prefix(&key(j), OWNER))
+            .arg(LEASE)
+            .arg(OWNER)
+            .arg(format!("{OWNER}:write")),
+        Op::ReadUnlock | Op::ReadUnlockOfTen => {
+            let (k, owner) = (key(j), if op == Op::ReadUnlock { OWNER.to_string() } else { reader(0) });
+            c.arg(sha(RW_READ_UNLOCK))
+                .arg(5)
+                .arg(&k)
+                .arg(format!("redisson_rwlock:{{{k}}}"))
+                .arg(rw_prefix(&k, &owner))
+                .arg(format!("{{{k}}}"))
+                .arg(format!("redisson_unlock_latch:{{{k}}}:{j:032x}"))
+                .arg(0)
+                .arg(owner)
+                .arg("PUBLISH")
+                .arg(16000)
+        }
+        Op::WriteAcquire => c.arg(sha(RW_WRITE_ACQUIRE)).arg(1).arg(key(j)).arg(LEASE).arg(format!("{OWNER}:write")),
+        Op::WriteUnlock => {
+            let k = key(j);
+            c.arg(sha(RW_WRITE_UNLOCK))
+                .arg(3)
+                .arg(&k)
+                .arg(format!("redisson_rwlock:{{{k}}}"))
+                .arg(format!("redisson_unlock_latch:{{{k}}}:{j:032x}"))
+                .arg(1)
+                .arg(LEASE)
+                .arg(format!("{OWNER}:write"))
+                .arg("PUBLISH")
+                .arg(16000)
+        }
     };
     c
+}
+
+/// [`READERS`] readers on each of locks 0..n (LOCK.ACQUIRE ... READ, pipelined).
+fn ten_readers(port: u16, n: usize) {
+    let mut raw = Conn::new(port);
+    for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
+        let mut buf = Vec::new();
+        for j in chunk {
+            for r in 0..READERS {
+                let c = redis::cmd("LOCK.ACQUIRE").arg(key(*j)).arg(reader(r)).arg(LEASE).arg("READ").clone();
+                buf.extend_from_slice(&c.get_packed_command());
+            }
+        }
+        raw.send_raw(&buf);
+        for _ in 0..chunk.len() * READERS {
+            let v = raw.read().expect("reply");
+            assert_eq!(v, R::Nil, "a reader joins");
+        }
+    }
 }
 
 fn expected(op: Op, v: &R) -> bool {
@@ -137,6 +225,9 @@ fn expected(op: Op, v: &R) -> bool {
         Op::Unlock => matches!(v, R::Int(1)),
         Op::RenewBatch => matches!(v, R::Arr(a) if a.len() == BATCH && a.iter().all(|x| *x == R::Int(1))),
         Op::Set => matches!(v, R::Simple(s) if s == "OK"),
+        Op::ReadAcquire | Op::WriteAcquire => matches!(v, R::Nil),
+        Op::ReadUnlock | Op::WriteUnlock => matches!(v, R::Int(1)),
+        Op::ReadUnlockOfTen => matches!(v, R::Int(0)),
     }
 }
 
@@ -171,11 +262,21 @@ fn phase(con: &mut redis::Connection, port: u16, op: Op, n: usize, stat: &str) -
     (n as f64 / secs, if calls > 0 { usec as f64 / calls as f64 } else { f64::NAN })
 }
 
+/// The read-write lock's phases, by name (the last one has its own target: >= 3x).
+pub const RW_OPS: [&str; 5] = [
+    "rw read acquire",
+    "rw read unlock (3.44+, last reader)",
+    "rw write acquire",
+    "rw write unlock (3.44+)",
+    "rw read unlock, 10 readers holding",
+];
+
 fn script_phases(con: &mut redis::Connection, port: u16, quick: bool, report: &mut Report) {
     // Phases of about a second each, alternating modes, seven times (medians): shorter ones
     // moved the ratios by ±30% on a 2-core machine with other load.
     let n = if quick { 2_000 } else { 100_000 };
     let renews = if quick { 200 } else { 10_000 };
+    let tens = if quick { 200 } else { 20_000 };
     let reps = if quick { 1 } else { 7 };
     // (op, mode, calls/s, µs/call, repetition)
     let mut samples: Vec<(&str, &str, f64, f64, usize)> = Vec::new();
@@ -195,9 +296,24 @@ fn script_phases(con: &mut redis::Connection, port: u16, quick: bool, report: &m
             samples.push(("acquire", mode, a, au, rep));
             samples.push(("unlock (3.24+, latch)", mode, u, uu, rep));
             samples.push(("renew-batch (100 keys)", mode, r, ru, rep));
+            for (name, op) in [
+                (RW_OPS[0], Op::ReadAcquire),
+                (RW_OPS[1], Op::ReadUnlock),
+                (RW_OPS[2], Op::WriteAcquire),
+                (RW_OPS[3], Op::WriteUnlock),
+            ] {
+                let (x, xu) = phase(con, port, op, n, stat);
+                samples.push((name, mode, x, xu, rep));
+            }
+            let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
+            ten_readers(port, tens);
+            let (x, xu) = phase(con, port, Op::ReadUnlockOfTen, tens, stat);
+            samples.push((RW_OPS[4], mode, x, xu, rep));
+            let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
         }
     }
-    for op in ["acquire", "unlock (3.24+, latch)", "renew-batch (100 keys)"] {
+    let ops = ["acquire", "unlock (3.24+, latch)", "renew-batch (100 keys)"];
+    for op in ops.into_iter().chain(RW_OPS) {
         type Sample<'a> = (&'a str, &'a str, f64, f64, usize);
         let of = |mode: &str| samples.iter().filter(|s| s.0 == op && s.1 == mode).collect::<Vec<_>>();
         let med = |mode: &str, f: fn(&Sample) -> f64| median(of(mode).into_iter().map(f).collect());
@@ -413,7 +529,7 @@ pub fn run(port: u16, redis_bin: &str, module: &Path, quick: bool, full: bool) -
         .arg(extra())
         .query(&mut con)
         .expect("extra scripts");
-    for body in [ACQUIRE, UNLOCK, RENEW_BATCH] {
+    for (_, body) in SCRIPTS {
         let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut con).expect("SCRIPT LOAD");
     }
     let mut report = Report::default();

@@ -3,14 +3,15 @@
 //! its two lists here.
 
 use crate::logic::lock::scripts as lock;
+use crate::logic::rwlock::scripts as rwlock;
 use crate::logic::script_table::Table;
 use crate::logic::scripts::{Layout, Object, Op, OpDef, OpId, Row};
 
 /// Each kind's operations, in INFO order.
-const OP_LISTS: [&[OpDef]; 1] = [&lock::OPS];
+const OP_LISTS: [&[OpDef]; 2] = [&lock::OPS, &rwlock::OPS];
 
 /// Each kind's built-in rows.
-const ROW_LISTS: [&[Row]; 1] = [&lock::ROWS];
+const ROW_LISTS: [&[Row]; 2] = [&lock::ROWS, &rwlock::ROWS];
 
 /// How many operations there are, over every kind.
 pub const N_OPS: usize = {

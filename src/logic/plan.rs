@@ -26,11 +26,16 @@ pub enum Cmd {
     Publish,
     SPublish,
     LockAcquire,
+    HGet,
+    HSet,
+    HDel,
+    HLen,
+    HKeys,
 }
 
 impl Cmd {
     /// Every command, in declaration order (`ALL[c as usize] == c`).
-    pub const ALL: [Cmd; 14] = [
+    pub const ALL: [Cmd; 19] = [
         Cmd::Eval,
         Cmd::EvalSha,
         Cmd::Exists,
@@ -45,6 +50,11 @@ impl Cmd {
         Cmd::Publish,
         Cmd::SPublish,
         Cmd::LockAcquire,
+        Cmd::HGet,
+        Cmd::HSet,
+        Cmd::HDel,
+        Cmd::HLen,
+        Cmd::HKeys,
     ];
 
     /// The name of each command of [`Cmd::ALL`], same order.
@@ -78,12 +88,27 @@ impl Cmd {
             Cmd::Publish => b"publish",
             Cmd::SPublish => b"spublish",
             Cmd::LockAcquire => b"lock.acquire",
+            Cmd::HGet => b"hget",
+            Cmd::HSet => b"hset",
+            Cmd::HDel => b"hdel",
+            Cmd::HLen => b"hlen",
+            Cmd::HKeys => b"hkeys",
         }
     }
 
     /// Whether the server refuses the command while it refuses writes (PUBLISH does not write).
     pub const fn writes(self) -> bool {
-        matches!(self, Cmd::HIncrBy | Cmd::PExpire | Cmd::Del | Cmd::Set | Cmd::Incr | Cmd::LockAcquire)
+        matches!(
+            self,
+            Cmd::HIncrBy
+                | Cmd::PExpire
+                | Cmd::Del
+                | Cmd::Set
+                | Cmd::Incr
+                | Cmd::LockAcquire
+                | Cmd::HSet
+                | Cmd::HDel
+        )
     }
 }
 
@@ -97,6 +122,13 @@ pub enum Arg {
     Zero,
     /// SET's `px` option.
     Px,
+    /// The read-write lock's `mode` field and its two values.
+    Mode,
+    Read,
+    Write,
+    /// A string the path derives (a read hold's timeout key, a number the script computes):
+    /// [`Plan::made`] `i`.
+    Made(u32),
 }
 
 /// What the native code writes for one command of the path (or does beside it).
@@ -123,6 +155,21 @@ pub enum Effect {
     /// PTTL (key) replied to an owner (ARGV slot `owner`) that will retry: it keeps a place
     /// among the kind's waiters for `pttl` ms.
     Turn { owner: u32, pttl: i64 },
+    /// HSET (key, field, value); `wake`: the lock just became shared (a writer's last write
+    /// hold went, its read holds stay), so the kind's waiters are offered it (no message).
+    HSet { wake: bool },
+    /// HDEL (key, field).
+    HDel,
+    /// PUBLISH / SPUBLISH (channel, message) of a script that publishes on a lock it did not
+    /// free (no such lock): the message only.
+    Message,
+    /// SET (derived key, 1) followed by its PEXPIRE > 0: the string with its lease ending at
+    /// `deadline`, written at once (the PEXPIRE step then has no effect of its own).
+    Marker { deadline: i64 },
+    /// PEXPIRE (derived key) > 0: its lease ends at `deadline`, if the key exists.
+    LeaseNamed { deadline: i64 },
+    /// DEL (derived key), or its PEXPIRE <= 0: the key is deleted, if it exists.
+    DeleteNamed,
 }
 
 /// One command of the path.
@@ -253,6 +300,14 @@ impl Steps {
     pub fn writes(&self) -> bool {
         self.writes
     }
+
+    fn as_mut_slice(&mut self) -> &mut [Step] {
+        if self.heap.is_empty() {
+            self.inline.get_mut(..self.len).unwrap_or(&mut [])
+        } else {
+            &mut self.heap
+        }
+    }
 }
 
 impl Default for Steps {
@@ -288,11 +343,57 @@ pub struct Plan {
     pub then: Then,
     /// The array a [`Reply::Ints`] replies.
     pub ints: Vec<i64>,
+    /// The strings [`Arg::Made`] names, end to end (empty for a path that derives none: the
+    /// plain lock's paths allocate nothing here).
+    text: Vec<u8>,
+    /// Where each made string is in `text`: (start, end).
+    spans: Vec<(u32, u32)>,
 }
 
 impl Plan {
     pub fn new() -> Plan {
-        Plan { steps: Steps::new(), then: Then::Reply(Reply::Nil), ints: Vec::new() }
+        Plan {
+            steps: Steps::new(),
+            then: Then::Reply(Reply::Nil),
+            ints: Vec::new(),
+            text: Vec::new(),
+            spans: Vec::new(),
+        }
+    }
+
+    /// A derived string made of `parts` end to end, as an argument.
+    pub fn made(&mut self, parts: &[&[u8]]) -> Arg {
+        let start = self.text.len();
+        for p in parts {
+            self.text.extend_from_slice(p);
+        }
+        self.push_span(start)
+    }
+
+    /// The decimal text of `n` (a number the script computes), as an argument.
+    pub fn made_int(&mut self, n: i64) -> Arg {
+        let start = self.text.len();
+        let mut buf = itoa_buf(n);
+        self.text.append(&mut buf);
+        self.push_span(start)
+    }
+
+    fn push_span(&mut self, start: usize) -> Arg {
+        let (s, e) =
+            (u32::try_from(start).unwrap_or(u32::MAX), u32::try_from(self.text.len()).unwrap_or(u32::MAX));
+        self.spans.push((s, e));
+        Arg::Made(u32::try_from(self.spans.len() - 1).unwrap_or(u32::MAX))
+    }
+
+    /// The bytes of made string `i`.
+    pub fn made_text(&self, i: u32) -> Option<&[u8]> {
+        let &(s, e) = self.spans.get(usize::try_from(i).ok()?)?;
+        self.text.get(usize::try_from(s).ok()?..usize::try_from(e).ok()?)
+    }
+
+    /// How many strings the path derives.
+    pub fn made_count(&self) -> usize {
+        self.spans.len()
     }
 
     /// Append `cmd` with its arguments (at most four) and its effect.
@@ -313,6 +414,21 @@ impl Plan {
         self.steps.writes()
     }
 
+    /// The path ends in Lua: none of its effects is written.
+    pub fn drop_effects(&mut self) {
+        for s in self.steps.as_mut_slice() {
+            s.effect = Effect::None;
+        }
+    }
+
+    /// Give the last `cmd` of the path `effect` (a path decides some effects once it knows how
+    /// it ends).
+    pub fn set_effect(&mut self, cmd: Cmd, effect: Effect) {
+        if let Some(s) = self.steps.as_mut_slice().iter_mut().rev().find(|s| s.cmd == cmd) {
+            s.effect = effect;
+        }
+    }
+
     /// Whether the native code does anything for the path (any effect).
     pub fn has_effects(&self) -> bool {
         self.steps.iter().any(|s| !matches!(s.effect, Effect::None))
@@ -323,6 +439,20 @@ impl Default for Plan {
     fn default() -> Plan {
         Plan::new()
     }
+}
+
+fn itoa_buf(n: i64) -> Vec<u8> {
+    n.to_string().into_bytes()
+}
+
+/// The unlock latch, as the 3.24+ unlocks read it with GET (every kind's latch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Latch {
+    Absent,
+    /// A string: the script replies `tonumber(value)` (nil when Lua does not convert it).
+    Value(Option<i64>),
+    /// Another type (or a string that cannot be read).
+    WrongType,
 }
 
 /// Why a call runs in Lua: what would make the script raise an error, or behave in a way the
@@ -357,6 +487,18 @@ pub enum Quirk {
     /// The operation's layout lacks a slot its transitions use (a table error; never for the
     /// built-in rows): nothing is run natively.
     Layout,
+    /// A number the script formats or computes through Lua doubles is outside the range where
+    /// every server writes it as plain digits (a hold count of 10^14 or more, a TTL of 10^15 ms
+    /// or more, a count Lua's `tonumber` reads as a fraction, infinity or NaN).
+    LuaNumber,
+    /// A walk over more hold timeout keys than the module walks in one call.
+    WalkTooLong,
+    /// A key the script derives (a read hold's timeout key) is one of the call's own keys, or
+    /// outside the script's slot in a cluster.
+    DerivedKey,
+    /// 1affef78's renewal addresses KEYS[n + 1] past the last key: Lua concatenates nil and
+    /// raises an error (after the PEXPIREs made so far).
+    ScriptBug,
 }
 
 #[cfg(test)]

@@ -16,6 +16,8 @@ use crate::logic::args::parse_i64;
 pub enum Object {
     /// The reentrant lock (`logic/lock`).
     Lock,
+    /// The read-write lock (`logic/rwlock`).
+    RwLock,
 }
 
 /// What a KEYS or ARGV slot holds.
@@ -39,15 +41,26 @@ pub enum Role {
     PublishCmd,
     /// ARGV: the latch's time in ms (SET ... PX); parsed, `None` when not a positive integer.
     LatchMs,
+    /// KEYS: a reader's own timeout-key prefix (`{K}:<owner>:rwlock_timeout`; hold n is
+    /// `<prefix>:<n>`).
+    Prefix,
+    /// KEYS: the prefix of every derived key of a lock (`{K}`; hold n of field f is
+    /// `<prefix>:<f>:rwlock_timeout:<n>`).
+    KeyPrefix,
+    /// ARGV: the caller's writer field (`<owner>:write`) beside its reader field.
+    Writer,
 }
 
 impl Role {
     /// How many roles there are.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 12;
 
     /// Whether the role is a KEYS slot (else an ARGV slot).
     pub const fn is_key(self) -> bool {
-        matches!(self, Role::Lock | Role::Channel | Role::Latch | Role::Token)
+        matches!(
+            self,
+            Role::Lock | Role::Channel | Role::Latch | Role::Token | Role::Prefix | Role::KeyPrefix
+        )
     }
 }
 
@@ -56,12 +69,14 @@ const NONE: u8 = u8::MAX;
 
 /// The roles of a call's slots: fixed KEYS and ARGV, then for a batch a tail of KEYS and ARGV
 /// roles repeated once per unit (at least once). Parsed roles (lease, latch ms, publish
-/// command) are read from the fixed ARGV.
+/// command) are read from the fixed ARGV. A `counted` batch has, after the fixed ARGV, one
+/// group per unit: a count m, then m owner fields (Redisson 4.4's read renewal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     pub keys: &'static [Role],
     pub args: &'static [Role],
     pub each: Option<(&'static [Role], &'static [Role])>,
+    pub counted: bool,
     /// Each role's index among the fixed KEYS or ARGV (by the role's side), then within a unit
     /// of the tail, by `Role as usize`; computed when the layout is made, so a transition finds
     /// its slots without a search.
@@ -71,7 +86,14 @@ pub struct Layout {
 
 impl Layout {
     pub const fn fixed(keys: &'static [Role], args: &'static [Role]) -> Layout {
-        Layout { keys, args, each: None, fixed_at: positions(keys, args), each_at: [NONE; Role::COUNT] }
+        Layout {
+            keys,
+            args,
+            each: None,
+            counted: false,
+            fixed_at: positions(keys, args),
+            each_at: [NONE; Role::COUNT],
+        }
     }
 
     /// Fixed slots, then `each_keys` / `each_args` repeated once per unit.
@@ -82,7 +104,27 @@ impl Layout {
         each_args: &'static [Role],
     ) -> Layout {
         let each = Some((each_keys, each_args));
-        Layout { keys, args, each, fixed_at: positions(keys, args), each_at: positions(each_keys, each_args) }
+        Layout {
+            keys,
+            args,
+            each,
+            counted: false,
+            fixed_at: positions(keys, args),
+            each_at: positions(each_keys, each_args),
+        }
+    }
+
+    /// Fixed slots, then `each_keys` repeated once per unit, and per unit in ARGV (after the
+    /// fixed ones) a count m followed by m owner fields.
+    pub const fn counted(keys: &'static [Role], args: &'static [Role], each_keys: &'static [Role]) -> Layout {
+        Layout {
+            keys,
+            args,
+            each: Some((each_keys, &[])),
+            counted: true,
+            fixed_at: positions(keys, args),
+            each_at: positions(each_keys, &[]),
+        }
     }
 }
 
@@ -200,7 +242,11 @@ pub fn parse<'a>(layout: &'static Layout, rest: &'a [&'a [u8]]) -> Result<Call<'
                 return Err(Mismatch::Shape);
             }
             let units = tail / ek.len();
-            (units, units.checked_mul(ea.len()).and_then(|a| a.checked_add(fa)).ok_or(Mismatch::Shape)?)
+            if layout.counted {
+                (units, counted_args(rest.get(n..).ok_or(Mismatch::Shape)?, fa, units)?)
+            } else {
+                (units, units.checked_mul(ea.len()).and_then(|a| a.checked_add(fa)).ok_or(Mismatch::Shape)?)
+            }
         }
     };
     if n.checked_add(nargs) != Some(rest.len()) {
@@ -212,6 +258,21 @@ pub fn parse<'a>(layout: &'static Layout, rest: &'a [&'a [u8]]) -> Result<Call<'
         None => None,
     };
     Ok(Call { layout, keys, args, units, publish })
+}
+
+/// The number of ARGV a counted batch of `units` groups takes after `fixed` slots: each group
+/// is a count (a non-negative integer in Redis's spelling; anything else is left to Lua) and
+/// that many fields.
+fn counted_args(args: &[&[u8]], fixed: usize, units: usize) -> Result<usize, Mismatch> {
+    let mut at = fixed;
+    for _ in 0..units {
+        let m = numkeys(args.get(at).ok_or(Mismatch::Shape)?).ok_or(Mismatch::Argument)?;
+        at = at.checked_add(1).and_then(|a| a.checked_add(m)).ok_or(Mismatch::Shape)?;
+        if at > args.len() {
+            return Err(Mismatch::Shape);
+        }
+    }
+    Ok(at)
 }
 
 /// Slot `first + u * stride` (a fixed slot, stride 0, is unit 0's only).

@@ -37,9 +37,33 @@ pub const SOURCES: [(&str, &str); 10] = [
     ("fenced-acquire-plain", FENCED_ACQUIRE_PLAIN),
 ];
 
+/// The read-write lock's scripts (`lua/rw-*.lua`), in the order of the module's operation
+/// table: (operation, source).
+pub const RW_SOURCES: [(&str, &str); 19] = [
+    ("rw-read-acquire", include_str!("../../clients/python/src/redislock/lua/rw-read-acquire.lua")),
+    ("rw-read-unlock-publish", include_str!("../../clients/python/src/redislock/lua/rw-read-unlock-publish.lua")),
+    ("rw-read-unlock", include_str!("../../clients/python/src/redislock/lua/rw-read-unlock.lua")),
+    ("rw-read-unlock-latch", include_str!("../../clients/python/src/redislock/lua/rw-read-unlock-latch.lua")),
+    ("rw-read-unlock-latch-nil", include_str!("../../clients/python/src/redislock/lua/rw-read-unlock-latch-nil.lua")),
+    ("rw-read-forceunlock-publish", include_str!("../../clients/python/src/redislock/lua/rw-read-forceunlock-publish.lua")),
+    ("rw-read-forceunlock", include_str!("../../clients/python/src/redislock/lua/rw-read-forceunlock.lua")),
+    ("rw-read-islocked", include_str!("../../clients/python/src/redislock/lua/rw-read-islocked.lua")),
+    ("rw-read-renew", include_str!("../../clients/python/src/redislock/lua/rw-read-renew.lua")),
+    ("rw-read-renew-batch-bug", include_str!("../../clients/python/src/redislock/lua/rw-read-renew-batch-bug.lua")),
+    ("rw-read-renew-batch", include_str!("../../clients/python/src/redislock/lua/rw-read-renew-batch.lua")),
+    ("rw-read-renew-batch-own", include_str!("../../clients/python/src/redislock/lua/rw-read-renew-batch-own.lua")),
+    ("rw-write-acquire", include_str!("../../clients/python/src/redislock/lua/rw-write-acquire.lua")),
+    ("rw-write-unlock-publish", include_str!("../../clients/python/src/redislock/lua/rw-write-unlock-publish.lua")),
+    ("rw-write-unlock", include_str!("../../clients/python/src/redislock/lua/rw-write-unlock.lua")),
+    ("rw-write-unlock-latch", include_str!("../../clients/python/src/redislock/lua/rw-write-unlock-latch.lua")),
+    ("rw-write-unlock-latch-nil", include_str!("../../clients/python/src/redislock/lua/rw-write-unlock-latch-nil.lua")),
+    ("rw-write-forceunlock-publish", include_str!("../../clients/python/src/redislock/lua/rw-write-forceunlock-publish.lua")),
+    ("rw-write-forceunlock", include_str!("../../clients/python/src/redislock/lua/rw-write-forceunlock.lua")),
+];
+
 /// The source of one kind's script; panics on an unknown kind.
 pub fn lua(kind: &str) -> &'static str {
-    SOURCES.iter().find(|(k, _)| *k == kind).map(|(_, s)| *s).unwrap_or_else(|| panic!("no script {kind}"))
+    SOURCES.iter().chain(RW_SOURCES.iter()).find(|(k, _)| *k == kind).map(|(_, s)| *s).unwrap_or_else(|| panic!("no script {kind}"))
 }
 
 pub struct OwnScript {
@@ -60,12 +84,37 @@ pub fn own_scripts() -> Vec<OwnScript> {
 }
 
 pub fn script(kind: &str) -> OwnScript {
-    own_scripts().into_iter().find(|s| s.kind == kind).unwrap_or_else(|| panic!("no script {kind}"))
+    own_scripts()
+        .into_iter()
+        .chain(rw_scripts())
+        .find(|s| s.kind == kind)
+        .unwrap_or_else(|| panic!("no script {kind}"))
 }
 
-/// `lock.redisson-extra-scripts` value registering every own script.
+/// The read-write lock's scripts (from the documented algorithm, never Redisson's text).
+pub fn rw_scripts() -> Vec<OwnScript> {
+    RW_SOURCES
+        .into_iter()
+        .map(|(kind, body)| {
+            let body = body.as_bytes();
+            OwnScript { kind, body, sha: sha1_smol::Sha1::from(body).digest().to_string() }
+        })
+        .collect()
+}
+
+/// Load the read-write lock's scripts (so EVALSHA works in Lua too).
+pub fn load_rw(c: &mut Conn) {
+    for s in rw_scripts() {
+        assert_eq!(c.call(&[b"SCRIPT".to_vec(), b"LOAD".to_vec(), s.body.to_vec()]).str(), s.sha);
+    }
+}
+
+/// `lock.redisson-extra-scripts` value registering every own script (both kinds).
 pub fn extra_spec() -> String {
     own_scripts()
+        .into_iter()
+        .chain(rw_scripts())
+        .collect::<Vec<_>>()
         .iter()
         .map(|s| format!("{}:{}:{}", s.kind, s.sha, s.body.len()))
         .collect::<Vec<_>>()
@@ -154,8 +203,8 @@ pub fn assert_same_keyspace(a: &mut Conn, b: &mut Conn, tol_ms: i64, ctx: &str) 
 mod tests {
     #[test]
     fn every_kind_has_a_distinct_script() {
-        let all = super::own_scripts();
-        assert_eq!(all.len(), 10);
+        let all: Vec<_> = super::own_scripts().into_iter().chain(super::rw_scripts()).collect();
+        assert_eq!(all.len(), 29);
         for (i, a) in all.iter().enumerate() {
             assert!(a.body.starts_with(b"-- Redisson"), "{}", a.kind);
             assert!(all[i + 1..].iter().all(|b| b.sha != a.sha && b.kind != a.kind), "{}", a.kind);

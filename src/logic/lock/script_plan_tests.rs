@@ -108,6 +108,13 @@ fn run(op: LockOp, rest: &[&str], v: &mut View) -> Result<Plan, Quirk> {
             Effect::Incr { .. } => s.cmd == Cmd::Incr,
             Effect::Release { .. } => matches!(s.cmd, Cmd::Publish | Cmd::SPublish),
             Effect::Turn { .. } => s.cmd == Cmd::PTtl,
+            // The read-write lock's effects: never in a lock plan.
+            Effect::HSet { .. }
+            | Effect::HDel
+            | Effect::Message
+            | Effect::Marker { .. }
+            | Effect::LeaseNamed { .. }
+            | Effect::DeleteNamed => false,
         };
         assert!(fits, "{op:?}: {:?} on {:?}", s.effect, s.cmd);
         assert!(matches!(s.args().first(), Some(K(_))), "the first argument is the command's key");

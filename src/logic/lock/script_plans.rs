@@ -30,15 +30,8 @@ pub enum Counter {
     WrongType,
 }
 
-/// The unlock latch, as the 3.24+ unlock reads it with GET.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Latch {
-    Absent,
-    /// A string: the script replies `tonumber(value)` (nil when Lua does not convert it).
-    Value(Option<i64>),
-    /// Another type (or a string that cannot be read).
-    WrongType,
-}
+/// The unlock latch, as the 3.24+ unlock reads it with GET (shared by every kind).
+pub use crate::logic::plan::Latch;
 
 /// What the glue reads of the keys, when a transition asks; `lock`, `owner`, ... are KEYS and
 /// ARGV slots of the call.

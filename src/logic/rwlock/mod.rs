@@ -3,4 +3,8 @@
 
 pub mod names;
 pub mod policy;
+#[cfg(test)]
+mod script_plan_tests;
+pub mod script_plans;
+pub mod scripts;
 pub mod state;

@@ -3,5 +3,6 @@
 
 pub mod commands;
 pub mod holds;
+pub mod scripts;
 pub mod take;
 pub mod waiting;

@@ -70,6 +70,7 @@ fn handle(ctx: Ctx, called: Option<(OpId, bool)>, strs: &[RStr], argv: &[&[u8]])
     let now = rm::millis();
     let done = match def.op.object {
         Object::Lock => crate::module::lock::scripts::run(ctx, def.op, &call, &a, now),
+        Object::RwLock => crate::module::rwlock::scripts::run(ctx, def.op, &call, &a, now),
     };
     match done {
         Ok(()) => {

@@ -4,13 +4,19 @@
 //! `token.rs` only), and the reply. Nothing is written before the whole path is allowed.
 
 use crate::ffi::key::Key;
-use crate::ffi::rm::{self, Ctx, RStr, Shared};
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr, Shared, StaticStr};
 use crate::logic::error::Error;
 use crate::logic::plan::{Arg, Cmd, Effect, Plan, Quirk, Reply, Step, Steps, Then};
 use crate::logic::scripts::Call;
 use crate::module::acl::{self, User};
 use crate::module::{effects, token};
 use crate::registry::stats;
+use std::sync::LazyLock;
+
+/// The read-write lock's `mode` field and its values (`Arg::Mode`, `Arg::Read`, `Arg::Write`),
+/// created once and never freed.
+static WORDS: LazyLock<[StaticStr; 3]> =
+    LazyLock::new(|| [StaticStr::new(b"mode"), StaticStr::new(b"read"), StaticStr::new(b"write")]);
 
 /// Position of KEYS[1] in the command's argv without its name: script, numkeys.
 const FIRST_KEY: usize = 2;
@@ -49,19 +55,43 @@ impl<'a> Argv<'a> {
         match a {
             Arg::Key(i) => self.key(usize::try_from(i).ok()?),
             Arg::Argv(i) => self.arg(usize::try_from(i).ok()?),
-            Arg::One | Arg::MinusOne | Arg::Zero | Arg::Px => None,
+            Arg::One
+            | Arg::MinusOne
+            | Arg::Zero
+            | Arg::Px
+            | Arg::Mode
+            | Arg::Read
+            | Arg::Write
+            | Arg::Made(_) => None,
         }
     }
 
-    fn resolve(&self, a: Arg, c: &Consts) -> Option<RStr> {
+    /// `a` as a string; a derived one (`Arg::Made`) is made into `made` and lives as long.
+    fn resolve(&self, a: Arg, c: &Consts, plan: &Plan, made: &mut Vec<OwnedStr>) -> Option<RStr> {
         match a {
             Arg::One => Some(c.one.ptr()),
             Arg::MinusOne => Some(c.minus_one.ptr()),
             Arg::Zero => Some(c.zero.ptr()),
             Arg::Px => Some(acl::px()),
-            _ => self.slot(a),
+            Arg::Mode | Arg::Read | Arg::Write => Some(word(a)),
+            Arg::Made(i) => {
+                let s = OwnedStr::new(plan.made_text(i)?);
+                let p = s.ptr();
+                made.push(s);
+                Some(p)
+            }
+            Arg::Key(_) | Arg::Argv(_) => self.slot(a),
         }
     }
+}
+
+fn word(a: Arg) -> RStr {
+    let i = match a {
+        Arg::Mode => 0,
+        Arg::Read => 1,
+        _ => 2,
+    };
+    WORDS.get(i).map_or(RStr::ABSENT, StaticStr::ptr)
 }
 
 /// The constant strings a path's arguments name, held while they are used.
@@ -143,7 +173,7 @@ pub fn run<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, plan: &Plan, now:
     if a.numkeys == 0 {
         return Err(Quirk::Layout);
     }
-    if let Err(e) = check_script_path(ctx, a, &plan.steps) {
+    if let Err(e) = check_script_path(ctx, a, plan) {
         rm::reply_error(ctx, &e.reply());
         return Ok(());
     }
@@ -152,7 +182,7 @@ pub fn run<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, plan: &Plan, now:
         Then::Lua(q) => return Err(q),
     };
     for s in plan.steps.iter() {
-        apply::<W>(ctx, a, keys, s, now);
+        apply::<W>(ctx, a, keys, s, plan, now);
     }
     match reply {
         Reply::Nil => rm::reply_null(ctx),
@@ -172,7 +202,8 @@ pub fn run<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, plan: &Plan, now:
 /// Check the commands of a path in order, as Lua would run them: each command's ACL with its
 /// real arguments (for a user whose permissions are checked), and the server's write refusal at
 /// the first write. `Err` is the error reply; nothing was written.
-fn check_script_path(ctx: Ctx, a: &Argv, steps: &Steps) -> Result<(), Error> {
+fn check_script_path(ctx: Ctx, a: &Argv, plan: &Plan) -> Result<(), Error> {
+    let steps: &Steps = &plan.steps;
     let probe = a.key(0);
     let Some(user) = a.user else {
         // Every permission: only whether the path writes matters (nothing allocated).
@@ -180,12 +211,18 @@ fn check_script_path(ctx: Ctx, a: &Argv, steps: &Steps) -> Result<(), Error> {
     };
     let consts = Consts::new();
     let mut argv: Vec<RStr> = Vec::with_capacity(5);
+    let mut made: Vec<OwnedStr> = Vec::new();
     let mut wrote = false;
     for s in steps.iter() {
         let cmd = acl::name(s.cmd);
         argv.clear();
+        made.clear();
         argv.push(cmd);
-        argv.extend(s.args().iter().filter_map(|x| a.resolve(*x, &consts)));
+        for x in s.args() {
+            if let Some(r) = a.resolve(*x, &consts, plan, &mut made) {
+                argv.push(r);
+            }
+        }
         if !user.may_run(&argv) {
             return Err(acl::inner_denied(user, cmd));
         }
@@ -208,12 +245,28 @@ fn writes_accepted(ctx: Ctx, probe: Option<RStr>) -> Result<(), Error> {
 }
 
 /// Write one command's effect.
-fn apply<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, s: &Step, now: i64) {
+fn apply<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, s: &Step, plan: &Plan, now: i64) {
     if matches!(s.effect, Effect::None) {
         return;
     }
     let args = s.args();
     let at = |n: usize| args.get(n).and_then(|x| a.slot(*x));
+    // A derived key (the command's first argument): opened by its effect.
+    if let Some(Arg::Made(m)) = args.first() {
+        let Some(text) = plan.made_text(*m) else { return };
+        let name = OwnedStr::new(text);
+        match s.effect {
+            Effect::Marker { deadline } => effects::set_marker(ctx, name.ptr(), deadline, now),
+            Effect::LeaseNamed { deadline } => {
+                effects::expire_named(ctx, name.ptr(), deadline, now);
+            }
+            Effect::DeleteNamed => {
+                effects::delete_named(ctx, name.ptr());
+            }
+            _ => {}
+        }
+        return;
+    }
     // The key the command works on: its first argument.
     let Some((i, name)) = (match args.first() {
         Some(Arg::Key(i)) => usize::try_from(*i).ok().and_then(|i| Some((i, a.key(i)?))),
@@ -222,7 +275,7 @@ fn apply<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, s: &Step, now: i64)
         return;
     };
     match s.effect {
-        Effect::None => {}
+        Effect::None | Effect::Marker { .. } | Effect::LeaseNamed { .. } | Effect::DeleteNamed => {}
         Effect::Count { count, up } => {
             if let (Some(key), Some(owner)) = (keys.open(a, i), at(1)) {
                 effects::set_count(ctx, key, name, owner, count, if up { 1 } else { -1 });
@@ -248,6 +301,11 @@ fn apply<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, s: &Step, now: i64)
                 effects::publish(ctx, name, msg, s.cmd == Cmd::SPublish);
             }
         }
+        Effect::Message => {
+            if let Some(msg) = at(1) {
+                effects::publish(ctx, name, msg, s.cmd == Cmd::SPublish);
+            }
+        }
         Effect::Latch { deadline } => {
             if let Some(key) = keys.open(a, i) {
                 effects::set_latch(ctx, key, name, args.get(1) == Some(&Arg::One), deadline, now);
@@ -261,6 +319,26 @@ fn apply<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, s: &Step, now: i64)
         Effect::Turn { owner, pttl } => {
             if let Some(o) = a.arg(usize::try_from(owner).unwrap_or(usize::MAX)) {
                 W::keep_turn(ctx, name, rm::bytes(&o), pttl, now);
+            }
+        }
+        Effect::HSet { wake } => {
+            let (field, value) = (args.get(1).copied(), args.get(2).copied());
+            let consts = Consts::new();
+            let mut made = Vec::new();
+            let field = field.and_then(|f| a.resolve(f, &consts, plan, &mut made));
+            let value = value.and_then(|v| a.resolve(v, &consts, plan, &mut made));
+            if let (Some(key), Some(field), Some(value)) = (keys.open(a, i), field, value) {
+                effects::hset(ctx, key, name, &[(field, value)]);
+                rm::signal_modified(ctx, name);
+                if wake {
+                    W::hand_over(ctx, key, name, now);
+                }
+            }
+        }
+        Effect::HDel => {
+            if let (Some(key), Some(field)) = (keys.open(a, i), at(1)) {
+                effects::hdel(ctx, key, name, field);
+                rm::signal_modified(ctx, name);
             }
         }
     }
