@@ -197,6 +197,32 @@ impl Key {
         rm!(RedisModule_StringSet(self.ptr, value.0) else 0);
     }
 
+    /// Call `f` with every (field, value) of the hash, borrowed for the call (nothing copied).
+    pub fn hash_each(&self, f: &mut dyn FnMut(&[u8], &[u8])) {
+        if self.kind() != KeyKind::Hash {
+            return;
+        }
+        unsafe extern "C" fn visit(
+            _key: *mut raw::RedisModuleKey,
+            field: *mut raw::RedisModuleString,
+            value: *mut raw::RedisModuleString,
+            privdata: *mut std::os::raw::c_void,
+        ) {
+            // SAFETY: privdata is the `&mut dyn FnMut` below, alive for the whole scan; the
+            // strings are the server's, valid during the callback.
+            let f = unsafe { &mut *privdata.cast::<&mut dyn FnMut(&[u8], &[u8])>() };
+            f(bytes(&RStr(field)), bytes(&RStr(value)));
+        }
+        let cursor = rm!(RedisModule_ScanCursorCreate() else null_mut());
+        if cursor.is_null() {
+            return;
+        }
+        let mut f: &mut dyn FnMut(&[u8], &[u8]) = f;
+        let pd = (&mut f as *mut &mut dyn FnMut(&[u8], &[u8])).cast::<std::os::raw::c_void>();
+        while rm!(RedisModule_ScanKey(self.ptr, cursor, Some(visit), pd) else 0) != 0 {}
+        rm!(RedisModule_ScanCursorDestroy(cursor) else ());
+    }
+
     /// Every (field, value) of the hash.
     pub fn hash_entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();

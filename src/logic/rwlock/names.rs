@@ -67,6 +67,12 @@ pub fn timeout_key(prefix: &[u8], n: i64) -> Vec<u8> {
     k
 }
 
+/// Append `:<n>` to a timeout-key prefix (a buffer reused for every hold of a field).
+pub fn push_hold_number(prefix: &mut Vec<u8>, n: i64) {
+    prefix.push(b':');
+    push_decimal(prefix, n);
+}
+
 /// Append `n` in decimal (as `n.to_string()` spells it), without a temporary string.
 fn push_decimal(out: &mut Vec<u8>, n: i64) {
     let mut digits = [0u8; 20];

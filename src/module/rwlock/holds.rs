@@ -70,11 +70,15 @@ impl Holds {
 
 /// Every count field of the hash (name, count), `mode` and non-numeric values left out.
 pub fn count_fields(key: &Key) -> Vec<(Vec<u8>, i64)> {
-    key.hash_entries()
-        .into_iter()
-        .filter(|(f, _)| f.as_slice() != names::MODE)
-        .filter_map(|(f, v)| parse_i64(&v).map(|n| (f, n)))
-        .collect()
+    let mut out = Vec::new();
+    key.hash_each(&mut |f, v| {
+        if f != names::MODE {
+            if let Some(n) = parse_i64(v) {
+                out.push((f.to_vec(), n));
+            }
+        }
+    });
+    out
 }
 
 /// Walk the timeout keys of every count field (counts n..1, as Redisson's read unlock does),
@@ -83,30 +87,37 @@ pub fn walk(ctx: Ctx, key: &Key, lock: &[u8], skip: Option<&[u8]>) -> Holds {
     let mut longest = -2i64;
     let mut until: Option<i64> = None;
     let mut seen = 0usize;
+    let now = crate::ffi::rm::millis();
     for (field, count) in count_fields(key) {
-        let prefix = names::timeout_prefix(lock, &field);
+        // One buffer per field: the prefix, then each hold's number in turn.
+        let mut tk = names::timeout_prefix(lock, &field);
+        let base = tk.len();
         for n in (1..=count).rev() {
             seen += 1;
             if seen > MAX_WALK {
                 let d = key.deadline();
                 return Holds { longest: key.pttl().max(longest), until: d.max(until) };
             }
-            let tk = names::timeout_key(&prefix, n);
+            tk.truncate(base);
+            names::push_hold_number(&mut tk, n);
             if skip == Some(tk.as_slice()) {
                 continue;
             }
             let name = OwnedStr::new(&tk);
             let t = Key::read(ctx, name.ptr());
-            let pttl = t.pttl();
-            if pttl > longest {
-                longest = pttl;
-            }
-            if pttl > 0 {
-                until = t.deadline().max(until);
-            }
+            // PTTL as Redis computes it, from one look at the deadline.
+            let pttl = match (t.kind(), t.deadline()) {
+                (crate::ffi::key::KeyKind::Empty, _) => -2,
+                (_, None) => -1,
+                (_, Some(d)) => {
+                    until = Some(d).max(until);
+                    d.saturating_sub(now).max(0)
+                }
+            };
+            longest = longest.max(pttl);
         }
     }
-    Holds { longest, until }
+    Holds { longest, until: if longest > 0 { until } else { None } }
 }
 
 /// The timeout keys of every hold (for a force release), at most [`MAX_WALK`].

@@ -118,7 +118,9 @@ impl Keys for Reads<'_, '_> {
 
     fn fields(&mut self, lock: usize) -> Vec<(Vec<u8>, Num)> {
         let Some((key, _)) = self.open(lock) else { return Vec::new() };
-        key.hash_entries().into_iter().map(|(f, v)| (f, lua_num(&v))).collect()
+        let mut out = Vec::with_capacity(key.hash_len());
+        key.hash_each(&mut |f, v| out.push((f.to_vec(), lua_num(v))));
+        out
     }
 
     fn pttl(&mut self, key: usize) -> i64 {
