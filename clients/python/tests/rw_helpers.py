@@ -32,7 +32,8 @@ def native_scripts(server: Server) -> bool:
     """Run Redisson's read-write scripts natively on `server`: `lock.redisson-scripts native`,
     with our Lua's SHA1s registered under Redisson's operations (the path Redisson's own texts
     take). False when the module does not know the read-write operations."""
-    extra = ",".join(f"{op}:{hashlib.sha1(lua_script(op).encode()).hexdigest()}:{len(lua_script(op).encode())}" for op in RW_OPS)
+    bodies = {op: lua_script(op).encode() for op in RW_OPS}
+    extra = ",".join(f"{op}:{hashlib.sha1(body).hexdigest()}:{len(body)}" for op, body in bodies.items())
     with server.client() as r:
         try:
             r.config_set("lock.redisson-extra-scripts", extra)
