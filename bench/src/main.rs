@@ -317,18 +317,23 @@ fn rwlock_targets(rows: &[rwlock::Row], contended: &[rwlock::ContendedRow]) -> V
         })
         .collect();
     if let [wait, pubsub] = contended {
-        for (role, w, p) in [
-            ("read", wait.read_wait_ms.p99, pubsub.read_wait_ms.p99),
-            ("write", wait.write_wait_ms.p99, pubsub.write_wait_ms.p99),
-        ] {
-            t.push(Target {
-                name: format!("rwlock contended (8 readers, 2 writers): {role} wait p99, WAIT vs pub/sub"),
-                required: "< 1x".into(),
-                measured: w / p,
-                met: w < p && wait.exclusion_violations == 0,
-                note: format!("{w:.2} ms vs {p:.2} ms"),
-            });
-        }
+        t.push(Target {
+            name: "rwlock contended (8 readers, 2 writers): worst role's wait p99, WAIT vs pub/sub".into(),
+            required: "< 1x".into(),
+            measured: wait.worst_role_p99_ms / pubsub.worst_role_p99_ms,
+            met: wait.worst_role_p99_ms < pubsub.worst_role_p99_ms && wait.exclusion_violations == 0,
+            note: format!(
+                "read p99 {:.2} vs {:.2} ms, write p99 {:.2} vs {:.2} ms (waits cut off by the end counted as long as they lasted)",
+                wait.read_wait_ms.p99, pubsub.read_wait_ms.p99, wait.write_wait_ms.p99, pubsub.write_wait_ms.p99
+            ),
+        });
+        t.push(Target {
+            name: "rwlock contended: writers not starved (write grants, WAIT vs pub/sub)".into(),
+            required: "more".into(),
+            measured: wait.write_grants as f64 / (pubsub.write_grants.max(1) as f64),
+            met: wait.write_grants > pubsub.write_grants,
+            note: format!("{} vs {}", wait.write_grants, pubsub.write_grants),
+        });
     }
     t
 }

@@ -90,11 +90,7 @@ const SCRIPTS: [(&str, &[u8]); 7] = [
 
 /// `lock.redisson-extra-scripts` for our scripts.
 fn extra() -> String {
-    SCRIPTS
-        .iter()
-        .map(|(k, b)| format!("{k}:{}:{}", sha(b), b.len()))
-        .collect::<Vec<_>>()
-        .join(",")
+    SCRIPTS.iter().map(|(k, b)| format!("{k}:{}:{}", sha(b), b.len())).collect::<Vec<_>>().join(",")
 }
 
 fn set_mode(con: &mut redis::Connection, mode: &str) {
@@ -182,7 +178,9 @@ fn command(op: Op, j: usize) -> redis::Cmd {
                 .arg("PUBLISH")
                 .arg(16000)
         }
-        Op::WriteAcquire => c.arg(sha(RW_WRITE_ACQUIRE)).arg(1).arg(key(j)).arg(LEASE).arg(format!("{OWNER}:write")),
+        Op::WriteAcquire => {
+            c.arg(sha(RW_WRITE_ACQUIRE)).arg(1).arg(key(j)).arg(LEASE).arg(format!("{OWNER}:write"))
+        }
         Op::WriteUnlock => {
             let k = key(j);
             c.arg(sha(RW_WRITE_UNLOCK))

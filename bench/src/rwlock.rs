@@ -259,8 +259,13 @@ pub struct ContendedRow {
     pub seconds: f64,
     pub read_grants: usize,
     pub write_grants: usize,
+    /// Waits of each role, including those still running when the run ended.
     pub read_wait_ms: Dist,
     pub write_wait_ms: Dist,
+    /// Waits cut off by the end of the run (clients that never got the lock in time).
+    pub waits_cut_off: usize,
+    /// The larger of the two roles' p99: the tail a client of either role must expect.
+    pub worst_role_p99_ms: f64,
     /// A writer beside a reader or another writer, as the clients saw it (must be 0).
     pub exclusion_violations: u64,
     pub unexpected_replies: usize,
@@ -270,7 +275,9 @@ const CKEY: &str = "rwb:contended";
 
 #[derive(Default)]
 struct Out {
+    /// Every wait, granted or still running at the end (then counted as long as it had lasted).
     waits: Vec<f64>,
+    cut_off: usize,
     bad: usize,
 }
 
@@ -366,6 +373,9 @@ fn contender(
             }
         };
         if !got {
+            // Still waiting when the run ended: a wait at least this long (a starved client's).
+            out.waits.push(t0.elapsed().as_secs_f64() * 1e3);
+            out.cut_off += 1;
             break;
         }
         out.waits.push(t0.elapsed().as_secs_f64() * 1e3);
@@ -407,14 +417,18 @@ fn contended_one(port: u16, wait: bool, dur: Duration) -> ContendedRow {
     let pick = |w: bool| {
         outs.iter().filter(|(x, _)| *x == w).flat_map(|(_, o)| o.waits.clone()).collect::<Vec<f64>>()
     };
+    let cut = |w: bool| outs.iter().filter(|(x, _)| *x == w).map(|(_, o)| o.cut_off).sum::<usize>();
     let (r, w) = (pick(false), pick(true));
+    let (rd, wd) = (dist(r.clone()), dist(w.clone()));
     ContendedRow {
         strategy: if wait { "LOCK.ACQUIRE WAIT (server FIFO)" } else { "Redisson pub/sub" }.into(),
         seconds: dur.as_secs_f64(),
-        read_grants: r.len(),
-        write_grants: w.len(),
-        read_wait_ms: dist(r),
-        write_wait_ms: dist(w),
+        read_grants: r.len() - cut(false),
+        write_grants: w.len() - cut(true),
+        worst_role_p99_ms: rd.p99.max(wd.p99),
+        read_wait_ms: rd,
+        write_wait_ms: wd,
+        waits_cut_off: outs.iter().map(|(_, o)| o.cut_off).sum(),
         exclusion_violations: gate.violations.load(Ordering::Relaxed),
         unexpected_replies: outs.iter().map(|(_, o)| o.bad).sum(),
     }
@@ -442,11 +456,11 @@ pub fn markdown(rows: &[Row], contended: &[ContendedRow]) -> String {
     }
     if !contended.is_empty() {
         s.push_str("\n### Contended: 8 readers + 2 writers, 1 ms critical sections\n\n");
-        s.push_str("| waiting | read grants | write grants | read wait p50 / p99 ms | write wait p50 / p99 ms | exclusion violations |\n");
-        s.push_str("|---|---|---|---|---|---|\n");
+        s.push_str("| waiting | read grants | write grants | read wait p50 / p99 ms | write wait p50 / p99 ms | worst role p99 ms | waits cut off at the end | exclusion violations |\n");
+        s.push_str("|---|---|---|---|---|---|---|---|\n");
         for r in contended {
             s.push_str(&format!(
-                "| {} | {} | {} | {:.2} / {:.2} | {:.2} / {:.2} | {} |\n",
+                "| {} | {} | {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} | {} | {} |\n",
                 r.strategy,
                 r.read_grants,
                 r.write_grants,
@@ -454,6 +468,8 @@ pub fn markdown(rows: &[Row], contended: &[ContendedRow]) -> String {
                 r.read_wait_ms.p99,
                 r.write_wait_ms.p50,
                 r.write_wait_ms.p99,
+                r.worst_role_p99_ms,
+                r.waits_cut_off,
                 r.exclusion_violations
             ));
         }
