@@ -1114,6 +1114,43 @@ fn effects_through_the_command_argv_replicate_exactly() {
     master.assert_alive();
 }
 
+/// The read-write lock's effects: a new lock's mode and first hold in one HSET, each read hold's
+/// timeout key as `SET ... PXAT` (padded with NX / XX like PEXPIREAT), releases as HDEL / DEL
+/// of the hash and the hold's key together.
+#[test]
+fn read_write_lock_effects_replicate_exactly() {
+    let master = Server::start();
+    let replica = Server::start_opts(Opts::default().without_module());
+    replica.replicate_from(&master);
+    let tap = Tap::attach(&master);
+    let mut m = master.conn();
+    let mut r = replica.conn();
+    let cmds: Vec<(&str, &str)> = vec![
+        (
+            "LOCK.ACQUIRE rw o 30000 READ",
+            "HSET rw mode read o 1 | SET {rw}:o:rwlock_timeout:1 1 PXAT <d> | PEXPIREAT rw <d> NX NX",
+        ),
+        (
+            "LOCK.ACQUIRE rw o 40000 WAIT 10 READ",
+            "HINCRBY rw o 1 | SET {rw}:o:rwlock_timeout:2 1 PXAT <d> NX NX | PEXPIREAT rw <d> XX XX XX XX",
+        ),
+        ("LOCK.ACQUIRE rw p 20000 READ", "HINCRBY rw p 1 | SET {rw}:p:rwlock_timeout:1 1 PXAT <d>"),
+        ("LOCK.RENEW rw p 50000 READ", "PEXPIREAT {rw}:p:rwlock_timeout:1 <d> XX XX | PEXPIREAT rw <d> XX XX"),
+        (
+            "LOCK.RELEASE rw o READ",
+            "HINCRBY rw o -1 | DEL {rw}:o:rwlock_timeout:2 {rw}:o:rwlock_timeout:2 {rw}:o:rwlock_timeout:2 | PEXPIREAT rw <d> XX",
+        ),
+        (
+            "LOCK.RELEASE rw o READ",
+            "HDEL rw o o | DEL {rw}:o:rwlock_timeout:1 {rw}:o:rwlock_timeout:1 {rw}:o:rwlock_timeout:1 | PEXPIREAT rw <d> XX",
+        ),
+        ("LOCK.RELEASE rw p READ", "DEL rw {rw}:p:rwlock_timeout:1 {rw}:p:rwlock_timeout:1 | PUBLISH redisson_rwlock:{rw} 0"),
+        ("LOCK.ACQUIRE rw o 30000 WRITE", "HSET rw mode write o:write 1 | PEXPIREAT rw <d> NX NX"),
+        ("LOCK.RELEASE rw o WRITE", "DEL rw rw rw | PUBLISH redisson_rwlock:{rw} 1"),
+    ];
+    check_effects(&tap, &mut m, &mut r, &cmds);
+}
+
 /// Run each command on the master and compare what it propagates (as shapes: `<d>` an absolute
 /// deadline, `<t>` a token) with the expected effects, then the replica's keys with the
 /// master's.
@@ -1123,7 +1160,7 @@ fn check_effects(tap: &Tap, m: &mut redis::Connection, r: &mut redis::Connection
             let t = String::from_utf8_lossy(a).into_owned();
             match t.parse::<i64>() {
                 Ok(n) if n > 1_000_000_000_000_000 => "<t>".to_string(),
-                Ok(n) if n > 1_000_000_000_000 && i == 2 => "<d>".to_string(),
+                Ok(n) if n > 1_000_000_000_000 && (i == 2 || i == 4) => "<d>".to_string(),
                 _ if i == 0 => t.to_ascii_uppercase(),
                 _ => t,
             }
@@ -1149,7 +1186,9 @@ fn check_effects(tap: &Tap, m: &mut redis::Connection, r: &mut redis::Connection
             .collect();
         assert_eq!(got.join(" | "), *want, "effects of {c}");
         wait_replicas(m, 1, &mut [r]);
-        for k in ["new", "foreign", "w", "f", "r", "redisson_lock_token:{w}", "redisson_lock_token:{f}"] {
+        let rw = ["rw", "{rw}:o:rwlock_timeout:1", "{rw}:o:rwlock_timeout:2", "{rw}:p:rwlock_timeout:1"];
+        let plain = ["new", "foreign", "w", "f", "r", "redisson_lock_token:{w}", "redisson_lock_token:{f}"];
+        for k in plain.iter().chain(rw.iter()) {
             assert_eq!(key_state(r, k.as_bytes()), key_state(m, k.as_bytes()), "{k} after {c:?}");
         }
     }

@@ -200,8 +200,13 @@ pub fn hset(ctx: Ctx, key: RStr, pairs: &[(RStr, RStr)]) {
         _ => false,
     };
     if !done {
-        for (f, v) in pairs {
-            rm::replicate_hset(ctx, key, *f, *v);
+        match pairs {
+            [(f1, v1), (f2, v2)] => rm::replicate_hset2(ctx, key, *f1, *v1, *f2, *v2),
+            _ => {
+                for (f, v) in pairs {
+                    rm::replicate_hset(ctx, key, *f, *v);
+                }
+            }
         }
     }
 }
@@ -213,10 +218,13 @@ pub fn hdel(ctx: Ctx, key: RStr, field: RStr) {
     }
 }
 
-/// `SET key value PXAT deadline`.
-pub fn set_pxat(ctx: Ctx, key: RStr, value: RStr, deadline: i64) {
+/// `SET key value PXAT deadline`. Through a longer argv it carries `NX` (the key did not exist
+/// before: `existed` false) or `XX` (it did), repeated to fill the slots (SET accepts a repeated
+/// NX or XX), which holds on the replica exactly as on the master, as PEXPIREAT's NX / XX do.
+pub fn set_pxat(ctx: Ctx, key: RStr, value: RStr, deadline: i64, existed: bool) {
     let d = OwnedStr::from_i64(deadline);
-    if !in_place(ctx, &[word(|w| &w.set), key, value, word(|w| &w.pxat), d.ptr()], &[]) {
+    let cond = if existed { word(|w| &w.xx) } else { word(|w| &w.nx) };
+    if !in_place(ctx, &[word(|w| &w.set), key, value, word(|w| &w.pxat), d.ptr()], &[cond]) {
         rm::replicate_set(ctx, key, value, Some(deadline));
     }
 }

@@ -339,6 +339,11 @@ pub fn replicate_hset(ctx: Ctx, key: RStr, field: RStr, value: RStr) {
     rm!(RedisModule_Replicate(ctx.0, c"HSET".as_ptr(), c"sss".as_ptr(), key.0, field.0, value.0) else 0);
 }
 
+/// Replicate `HSET key f1 v1 f2 v2`.
+pub fn replicate_hset2(ctx: Ctx, key: RStr, f1: RStr, v1: RStr, f2: RStr, v2: RStr) {
+    rm!(RedisModule_Replicate(ctx.0, c"HSET".as_ptr(), c"sssss".as_ptr(), key.0, f1.0, v1.0, f2.0, v2.0) else 0);
+}
+
 /// Replicate `HDEL key field`.
 pub fn replicate_hdel(ctx: Ctx, key: RStr, field: RStr) {
     rm!(RedisModule_Replicate(ctx.0, c"HDEL".as_ptr(), c"ss".as_ptr(), key.0, field.0) else 0);

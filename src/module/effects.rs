@@ -61,9 +61,10 @@ pub fn hincrby_event(ctx: Ctx, name: RStr) {
 /// with the events SET fires.
 pub fn set_latch(ctx: Ctx, key: &Key, name: RStr, released: bool, deadline: i64, now: i64) {
     let v = if released { rm::one() } else { rm::zero() };
+    let existed = key.kind() != crate::ffi::key::KeyKind::Empty;
     key.string_set(v.ptr());
     key.set_deadline(deadline, now);
-    rm::replicate_set(ctx, name, v.ptr(), Some(deadline));
+    replication::set_pxat(ctx, name, v.ptr(), deadline, existed);
     rm::notify(ctx, NOTIFY_STRING, c"set", name);
     rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);
     rm::signal_modified(ctx, name);
@@ -137,9 +138,10 @@ pub fn hdel(ctx: Ctx, key: &Key, name: RStr, field: RStr) {
 pub fn set_marker(ctx: Ctx, name: RStr, deadline: i64, now: i64) {
     let key = Key::write(ctx, name);
     let one = rm::one();
+    let existed = key.kind() != crate::ffi::key::KeyKind::Empty;
     key.string_set(one.ptr());
     key.set_deadline(deadline, now);
-    replication::set_pxat(ctx, name, one.ptr(), deadline);
+    replication::set_pxat(ctx, name, one.ptr(), deadline, existed);
     rm::notify(ctx, NOTIFY_STRING, c"set", name);
     rm::notify(ctx, NOTIFY_GENERIC, c"expire", name);
     rm::signal_modified(ctx, name);
