@@ -97,7 +97,14 @@ fn clients_of(m: &Model, k: &KeyId) -> usize {
     m.live.iter().filter(|(_, kk, _, turn)| kk == k && !turn).count()
 }
 
-fn push(q: &mut WaitQueues<u64, i64>, m: &mut Model, k: &KeyId, owner: u8, lease: i64, deadline: Option<i64>) {
+fn push(
+    q: &mut WaitQueues<u64, i64>,
+    m: &mut Model,
+    k: &KeyId,
+    owner: u8,
+    lease: i64,
+    deadline: Option<i64>,
+) {
     let handle = m.last_id.wrapping_mul(31).wrapping_add(7);
     let id = q.push(waiter(k, owner, lease, deadline, handle)).expect("a blocked client is always queued");
     assert!(id > m.last_id, "ids must grow: {id} after {}", m.last_id);
@@ -105,10 +112,7 @@ fn push(q: &mut WaitQueues<u64, i64>, m: &mut Model, k: &KeyId, owner: u8, lease
     m.last_id = id;
     m.live.push((id, k.clone(), vec![owner], false));
     let w = q.get(id).expect("pushed waiter");
-    assert_eq!(
-        (&*w.key, &*w.owner, w.req, w.deadline, w.handle),
-        (k, &[owner][..], lease, deadline, handle)
-    );
+    assert_eq!((&*w.key, &*w.owner, w.req, w.deadline, w.handle), (k, &[owner][..], lease, deadline, handle));
 }
 
 fn push_turn(q: &mut WaitQueues<u64, i64>, m: &mut Model, k: &KeyId, owner: u8, until: i64) {
@@ -152,7 +156,9 @@ fn remove(q: &mut WaitQueues<u64, i64>, m: &mut Model, id: u64) {
             }
             assert_eq!(stale, timer, "stale timer after removing {id} (queue emptied: {emptied})");
         }
-        (got, pos) => panic!("remove({id}) = {:?}, model position {pos:?}", got.map(|(w, t)| (KeyId::clone(&w.key), t))),
+        (got, pos) => {
+            panic!("remove({id}) = {:?}, model position {pos:?}", got.map(|(w, t)| (KeyId::clone(&w.key), t)))
+        }
     }
 }
 
@@ -162,7 +168,8 @@ fn check(q: &mut WaitQueues<u64, i64>, m: &Model) {
     assert_eq!(q.is_empty(), m.live.is_empty());
     let keys: BTreeSet<KeyId> = m.live.iter().map(|(_, k, _, _)| k.clone()).collect();
     assert_eq!(q.key_count(), keys.len(), "key entries must go away with their last waiter");
-    let kept: usize = keys.iter().map(|k| k.1.len()).sum::<usize>() + m.live.iter().map(|e| e.2.len()).sum::<usize>();
+    let kept: usize =
+        keys.iter().map(|k| k.1.len()).sum::<usize>() + m.live.iter().map(|e| e.2.len()).sum::<usize>();
     assert_eq!(q.kept_bytes(), kept, "each name once per key, each owner once per entry");
     let mut listed = q.keys();
     listed.sort();

@@ -71,7 +71,10 @@ fuzz_target!(|input: Input| {
             }
             Step::TimeOut => {
                 assert!(head.deadline.is_some_and(|d| d <= now));
-                assert!(admissible(&grants, head.owner, head.req.access), "a head the grants exclude stops the round");
+                assert!(
+                    admissible(&grants, head.owner, head.req.access),
+                    "a head the grants exclude stops the round"
+                );
             }
             other => panic!("no turns on this line: {other:?}"),
         }
