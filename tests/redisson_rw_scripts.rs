@@ -9,7 +9,9 @@
 //! built-in SHA1s are run natively next to our scripts in Lua.
 
 mod common;
-use common::scripts::{assert_same_keyspace, load_rw, native_opts, rw_scripts, script, snapshot};
+use common::scripts::{
+    assert_same_keyspace, info_counts, load_rw, native_opts, rw_scripts, script, show, snapshot,
+};
 use common::*;
 
 use testkit::cmd;
@@ -223,22 +225,6 @@ fn gen_side_effect(rng: &mut StdRng) -> Vec<String> {
         10 => s(&["HSET", lock, "x:9", "2"]),
         _ => s(&["PEXPIRE", lock, "1"]),
     }
-}
-
-fn show(argv: &[Vec<u8>]) -> String {
-    argv.iter()
-        .map(|a| if a.len() > 80 { "<script>".to_string() } else { String::from_utf8_lossy(a).into_owned() })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn info_counts(c: &mut Conn, suffix: &str) -> std::collections::BTreeMap<String, i64> {
-    let info = cmd!(c, "INFO", "lock").str();
-    info.lines()
-        .filter_map(|l| l.strip_prefix("lock_redisson_"))
-        .filter_map(|l| l.split_once(':'))
-        .filter_map(|(k, v)| k.strip_suffix(suffix).map(|k| (k.to_string(), v.trim().parse().unwrap_or(0))))
-        .collect()
 }
 
 /// Replies equal, except PTTLs (taken a moment apart on two servers) within a few ms.

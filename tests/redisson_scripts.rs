@@ -8,7 +8,9 @@
 //! running them natively next to our scripts in Lua.
 
 mod common;
-use common::scripts::{self, assert_same_keyspace, load_all, native_opts, own_scripts, script};
+use common::scripts::{
+    self, assert_same_keyspace, info_counts, load_all, native_opts, own_scripts, script, show,
+};
 use common::*;
 
 use testkit::cmd;
@@ -180,22 +182,6 @@ fn gen_side_effect(rng: &mut StdRng) -> Vec<Vec<u8>> {
         _ => vec!["HSET".into(), token_key(lock), "f".into(), "v".into()],
     };
     words.into_iter().map(String::into_bytes).collect()
-}
-
-fn show(argv: &[Vec<u8>]) -> String {
-    argv.iter()
-        .map(|a| if a.len() > 60 { "<script>".to_string() } else { String::from_utf8_lossy(a).into_owned() })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn info_counts(c: &mut Conn, suffix: &str) -> std::collections::BTreeMap<String, i64> {
-    let info = cmd!(c, "INFO", "lock").str();
-    info.lines()
-        .filter_map(|l| l.strip_prefix("lock_redisson_"))
-        .filter_map(|l| l.split_once(':'))
-        .filter_map(|(k, v)| k.strip_suffix(suffix).map(|k| (k.to_string(), v.trim().parse().unwrap_or(0))))
-        .collect()
 }
 
 /// Replies equal, except PTTLs (taken a moment apart on two servers) within a few ms.

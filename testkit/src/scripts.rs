@@ -211,3 +211,21 @@ mod tests {
         }
     }
 }
+
+/// An argv for an assertion message, a script body (longer than 80 bytes) shortened.
+pub fn show(argv: &[Vec<u8>]) -> String {
+    argv.iter()
+        .map(|a| if a.len() > 80 { "<script>".to_string() } else { String::from_utf8_lossy(a).into_owned() })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `INFO lock` counters `lock_redisson_<op><suffix>` (`_native` or `_lua`), by operation.
+pub fn info_counts(c: &mut Conn, suffix: &str) -> BTreeMap<String, i64> {
+    let info = c.call(&[&b"INFO"[..], b"lock"]).str();
+    info.lines()
+        .filter_map(|l| l.strip_prefix("lock_redisson_"))
+        .filter_map(|l| l.split_once(':'))
+        .filter_map(|(k, v)| k.strip_suffix(suffix).map(|k| (k.to_string(), v.trim().parse().unwrap_or(0))))
+        .collect()
+}
