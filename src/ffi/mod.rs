@@ -11,6 +11,7 @@ pub mod filter;
 pub mod info;
 pub mod key;
 pub mod luanum;
+pub mod replicate;
 pub mod replication;
 pub mod rm;
 pub mod timers;

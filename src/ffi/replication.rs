@@ -151,7 +151,7 @@ pub fn hincrby(ctx: Ctx, key: RStr, owner: RStr, delta: RStr, count: RStr) {
     let done = in_place(ctx, &[word(|w| &w.hincrby), key, owner, delta], &[])
         || in_place(ctx, &[word(|w| &w.hset), key, owner, count], &[owner, count]);
     if !done {
-        rm::replicate_key_owner_delta(ctx, key, owner, delta);
+        crate::ffi::replicate::replicate_key_owner_delta(ctx, key, owner, delta);
     }
 }
 
@@ -179,7 +179,7 @@ pub fn pexpireat(ctx: Ctx, key: RStr, deadline: i64, had_ttl: Option<bool>) {
             in_place(ctx, &[word(|w| &w.pexpireat), key, d], &[cond])
         });
         if !done {
-            rm::replicate_pexpireat(ctx, key, d);
+            crate::ffi::replicate::replicate_pexpireat(ctx, key, d);
         }
     });
 }
@@ -187,7 +187,7 @@ pub fn pexpireat(ctx: Ctx, key: RStr, deadline: i64, had_ttl: Option<bool>) {
 /// `DEL key` (through a longer argv as `DEL key key ...`, which deletes the same).
 pub fn del(ctx: Ctx, key: RStr) {
     if !in_place(ctx, &[word(|w| &w.del), key], &[key]) {
-        rm::replicate_del(ctx, key);
+        crate::ffi::replicate::replicate_del(ctx, key);
     }
 }
 
@@ -201,10 +201,10 @@ pub fn hset(ctx: Ctx, key: RStr, pairs: &[(RStr, RStr)]) {
     };
     if !done {
         match pairs {
-            [(f1, v1), (f2, v2)] => rm::replicate_hset2(ctx, key, *f1, *v1, *f2, *v2),
+            [(f1, v1), (f2, v2)] => crate::ffi::replicate::replicate_hset2(ctx, key, *f1, *v1, *f2, *v2),
             _ => {
                 for (f, v) in pairs {
-                    rm::replicate_hset(ctx, key, *f, *v);
+                    crate::ffi::replicate::replicate_hset(ctx, key, *f, *v);
                 }
             }
         }
@@ -214,7 +214,7 @@ pub fn hset(ctx: Ctx, key: RStr, pairs: &[(RStr, RStr)]) {
 /// `HDEL key field` (through a longer argv `HDEL key field field ...`).
 pub fn hdel(ctx: Ctx, key: RStr, field: RStr) {
     if !in_place(ctx, &[word(|w| &w.hdel), key, field], &[field]) {
-        rm::replicate_hdel(ctx, key, field);
+        crate::ffi::replicate::replicate_hdel(ctx, key, field);
     }
 }
 
@@ -225,15 +225,15 @@ pub fn set_pxat(ctx: Ctx, key: RStr, value: RStr, deadline: i64, existed: bool) 
     let d = OwnedStr::from_i64(deadline);
     let cond = if existed { word(|w| &w.xx) } else { word(|w| &w.nx) };
     if !in_place(ctx, &[word(|w| &w.set), key, value, word(|w| &w.pxat), d.ptr()], &[cond]) {
-        rm::replicate_set(ctx, key, value, Some(deadline));
+        crate::ffi::replicate::replicate_set(ctx, key, value, Some(deadline));
     }
 }
 
 /// `DEL key other` (through a longer argv `DEL key other other ...`).
 pub fn del2(ctx: Ctx, key: RStr, other: RStr) {
     if !in_place(ctx, &[word(|w| &w.del), key, other], &[other]) {
-        rm::replicate_del(ctx, key);
-        rm::replicate_del(ctx, other);
+        crate::ffi::replicate::replicate_del(ctx, key);
+        crate::ffi::replicate::replicate_del(ctx, other);
     }
 }
 
@@ -242,7 +242,7 @@ pub fn publish(ctx: Ctx, sharded: bool, channel: RStr, msg: RStr) {
     let cmd = if sharded { word(|w| &w.spublish) } else { word(|w| &w.publish) };
     if !in_place(ctx, &[cmd, channel, msg], &[]) {
         let name = if sharded { c"SPUBLISH" } else { c"PUBLISH" };
-        rm::replicate_publish(ctx, name, channel, msg);
+        crate::ffi::replicate::replicate_publish(ctx, name, channel, msg);
     }
 }
 

@@ -17,6 +17,7 @@ pub mod kinds;
 pub mod lock;
 pub mod plan;
 pub mod rwlock;
+pub mod script_cmds;
 pub mod script_table;
 pub mod scripts;
 pub mod timing;

@@ -69,7 +69,7 @@ impl Pending {
         if let Some(d) = deadline {
             self.key.set_deadline(d, now_ms);
         }
-        rm::replicate_set(ctx, self.name.ptr(), value.ptr(), deadline);
+        crate::ffi::replicate::replicate_set(ctx, self.name.ptr(), value.ptr(), deadline);
         rm::notify(ctx, crate::ffi::rm::NOTIFY_STRING, c"set", self.name.ptr());
         if deadline.is_some() {
             rm::notify(ctx, crate::ffi::rm::NOTIFY_GENERIC, c"expire", self.name.ptr());
@@ -88,7 +88,7 @@ pub fn incr(ctx: Ctx, key: &Key, name: crate::ffi::rm::RStr, value: i64, now: i6
     if let Some(d) = ttl {
         key.set_deadline(d, now);
     }
-    rm::replicate_incr(ctx, name);
+    crate::ffi::replicate::replicate_incr(ctx, name);
     rm::notify(ctx, crate::ffi::rm::NOTIFY_STRING, c"incrby", name);
     rm::signal_modified(ctx, name);
 }

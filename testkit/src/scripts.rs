@@ -41,29 +41,61 @@ pub const SOURCES: [(&str, &str); 10] = [
 /// table: (operation, source).
 pub const RW_SOURCES: [(&str, &str); 19] = [
     ("rw-read-acquire", include_str!("../../clients/python/src/redislock/lua/rw-read-acquire.lua")),
-    ("rw-read-unlock-publish", include_str!("../../clients/python/src/redislock/lua/rw-read-unlock-publish.lua")),
+    (
+        "rw-read-unlock-publish",
+        include_str!("../../clients/python/src/redislock/lua/rw-read-unlock-publish.lua"),
+    ),
     ("rw-read-unlock", include_str!("../../clients/python/src/redislock/lua/rw-read-unlock.lua")),
     ("rw-read-unlock-latch", include_str!("../../clients/python/src/redislock/lua/rw-read-unlock-latch.lua")),
-    ("rw-read-unlock-latch-nil", include_str!("../../clients/python/src/redislock/lua/rw-read-unlock-latch-nil.lua")),
-    ("rw-read-forceunlock-publish", include_str!("../../clients/python/src/redislock/lua/rw-read-forceunlock-publish.lua")),
+    (
+        "rw-read-unlock-latch-nil",
+        include_str!("../../clients/python/src/redislock/lua/rw-read-unlock-latch-nil.lua"),
+    ),
+    (
+        "rw-read-forceunlock-publish",
+        include_str!("../../clients/python/src/redislock/lua/rw-read-forceunlock-publish.lua"),
+    ),
     ("rw-read-forceunlock", include_str!("../../clients/python/src/redislock/lua/rw-read-forceunlock.lua")),
     ("rw-read-islocked", include_str!("../../clients/python/src/redislock/lua/rw-read-islocked.lua")),
     ("rw-read-renew", include_str!("../../clients/python/src/redislock/lua/rw-read-renew.lua")),
-    ("rw-read-renew-batch-bug", include_str!("../../clients/python/src/redislock/lua/rw-read-renew-batch-bug.lua")),
+    (
+        "rw-read-renew-batch-bug",
+        include_str!("../../clients/python/src/redislock/lua/rw-read-renew-batch-bug.lua"),
+    ),
     ("rw-read-renew-batch", include_str!("../../clients/python/src/redislock/lua/rw-read-renew-batch.lua")),
-    ("rw-read-renew-batch-own", include_str!("../../clients/python/src/redislock/lua/rw-read-renew-batch-own.lua")),
+    (
+        "rw-read-renew-batch-own",
+        include_str!("../../clients/python/src/redislock/lua/rw-read-renew-batch-own.lua"),
+    ),
     ("rw-write-acquire", include_str!("../../clients/python/src/redislock/lua/rw-write-acquire.lua")),
-    ("rw-write-unlock-publish", include_str!("../../clients/python/src/redislock/lua/rw-write-unlock-publish.lua")),
+    (
+        "rw-write-unlock-publish",
+        include_str!("../../clients/python/src/redislock/lua/rw-write-unlock-publish.lua"),
+    ),
     ("rw-write-unlock", include_str!("../../clients/python/src/redislock/lua/rw-write-unlock.lua")),
-    ("rw-write-unlock-latch", include_str!("../../clients/python/src/redislock/lua/rw-write-unlock-latch.lua")),
-    ("rw-write-unlock-latch-nil", include_str!("../../clients/python/src/redislock/lua/rw-write-unlock-latch-nil.lua")),
-    ("rw-write-forceunlock-publish", include_str!("../../clients/python/src/redislock/lua/rw-write-forceunlock-publish.lua")),
+    (
+        "rw-write-unlock-latch",
+        include_str!("../../clients/python/src/redislock/lua/rw-write-unlock-latch.lua"),
+    ),
+    (
+        "rw-write-unlock-latch-nil",
+        include_str!("../../clients/python/src/redislock/lua/rw-write-unlock-latch-nil.lua"),
+    ),
+    (
+        "rw-write-forceunlock-publish",
+        include_str!("../../clients/python/src/redislock/lua/rw-write-forceunlock-publish.lua"),
+    ),
     ("rw-write-forceunlock", include_str!("../../clients/python/src/redislock/lua/rw-write-forceunlock.lua")),
 ];
 
 /// The source of one kind's script; panics on an unknown kind.
 pub fn lua(kind: &str) -> &'static str {
-    SOURCES.iter().chain(RW_SOURCES.iter()).find(|(k, _)| *k == kind).map(|(_, s)| *s).unwrap_or_else(|| panic!("no script {kind}"))
+    SOURCES
+        .iter()
+        .chain(RW_SOURCES.iter())
+        .find(|(k, _)| *k == kind)
+        .map(|(_, s)| *s)
+        .unwrap_or_else(|| panic!("no script {kind}"))
 }
 
 pub struct OwnScript {

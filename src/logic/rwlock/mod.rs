@@ -6,5 +6,8 @@ pub mod policy;
 #[cfg(test)]
 mod script_plan_tests;
 pub mod script_plans;
+mod script_renewals;
+mod script_steps;
+mod script_unlocks;
 pub mod scripts;
 pub mod state;
