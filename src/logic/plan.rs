@@ -259,6 +259,13 @@ impl Plan {
         }
     }
 
+    /// Room for `strings` more made strings of `bytes` bytes together (a walk knows how many it
+    /// makes: one allocation instead of a doubling per few keys).
+    pub fn reserve_made(&mut self, strings: usize, bytes: usize) {
+        self.spans.reserve(strings);
+        self.text.reserve(bytes);
+    }
+
     /// A derived string made of `parts` end to end, as an argument.
     pub fn made(&mut self, parts: &[&[u8]]) -> Arg {
         let start = self.text.len();

@@ -45,17 +45,23 @@ pub fn key_prefix(key: &[u8]) -> Vec<u8> {
 /// (with room for a hold number after it).
 pub fn timeout_prefix(key: &[u8], field: &[u8]) -> Vec<u8> {
     let mut p = Vec::with_capacity(key.len() + field.len() + 40);
-    if key.contains(&b'{') {
-        p.extend_from_slice(key);
-    } else {
-        p.push(b'{');
-        p.extend_from_slice(key);
-        p.push(b'}');
-    }
-    p.push(b':');
-    p.extend_from_slice(field);
-    p.extend_from_slice(b":rwlock_timeout");
+    push_timeout_prefix(&mut p, key, field);
     p
+}
+
+/// Append the timeout-key prefix of `field` to `out` (a walk reuses one buffer).
+pub fn push_timeout_prefix(out: &mut Vec<u8>, key: &[u8], field: &[u8]) {
+    out.reserve(key.len() + field.len() + 40);
+    if key.contains(&b'{') {
+        out.extend_from_slice(key);
+    } else {
+        out.push(b'{');
+        out.extend_from_slice(key);
+        out.push(b'}');
+    }
+    out.push(b':');
+    out.extend_from_slice(field);
+    out.extend_from_slice(b":rwlock_timeout");
 }
 
 /// The timeout key of read hold number `n` of `field`: `<timeout prefix>:<n>`.

@@ -1,7 +1,7 @@
 //! The read-write lock's script plans (`script_plans.rs`) over views of the keys: the path
 //! (commands, arguments, effects, in the script's order), the reply and the Lua decisions.
 
-use super::script_plans::{plan, Field, Keys, ModeField, Num, Shape};
+use super::script_plans::{plan, Field, Fields, Keys, ModeField, Num, Shape};
 use super::scripts::{RwOp, OPS};
 use crate::logic::plan::{Arg, Cmd, Effect, Latch, Plan, Quirk, Reply, Then};
 use crate::logic::scripts::{parse, Call};
@@ -46,11 +46,13 @@ impl Keys for View {
     fn hlen(&mut self, _: usize) -> usize {
         self.fields.len() + usize::from(self.mode.is_some_and(|m| m != ModeField::Absent))
     }
-    fn fields(&mut self, _: usize) -> Vec<(Vec<u8>, Num)> {
-        let mut out: Vec<(Vec<u8>, Num)> =
-            self.fields.iter().map(|(k, v)| (k.clone(), int_or_num(v).num)).collect();
+    fn fields(&mut self, _: usize) -> Fields {
+        let mut out = Fields::default();
+        for (k, v) in &self.fields {
+            out.push(k, int_or_num(v).num);
+        }
         if self.mode.is_some_and(|m| m != ModeField::Absent) {
-            out.push((b"mode".to_vec(), Num::Skip));
+            out.push(b"mode", Num::Skip);
         }
         out
     }

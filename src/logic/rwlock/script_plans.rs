@@ -27,7 +27,7 @@
 
 use super::script_renewals::{renew, renew_own};
 use super::script_steps::{read_acquire, write_acquire, Missing, Walk};
-pub use super::script_steps::{Field, Keys, ModeField, Num, Shape};
+pub use super::script_steps::{Field, Fields, Keys, ModeField, Num, Shape};
 use super::script_unlocks::{force_unlock, is_locked, read_unlock, write_unlock};
 use crate::logic::plan::{Plan, Then};
 use crate::logic::rwlock::scripts::RwOp;

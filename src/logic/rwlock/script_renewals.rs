@@ -61,8 +61,9 @@ pub(super) fn renew(
         };
         if hlen > 1 {
             p.read(Cmd::HKeys, [Arg::Key(lock)]);
-            for (field, num) in keys.fields(us(lock)) {
-                let f = p.made(&[&field]);
+            let fields = keys.fields(us(lock));
+            for (field, num) in fields.iter() {
+                let f = p.made(&[field]);
                 p.read(Cmd::HGet, [Arg::Key(lock), f]);
                 let count = match num {
                     Num::Skip => continue,
@@ -85,7 +86,7 @@ pub(super) fn renew(
                         keys,
                         p,
                         lock,
-                        &[prefix, b":", &field, b":rwlock_timeout:", digits(i, &mut [0; 20])],
+                        &[prefix, b":", field, b":rwlock_timeout:", digits(i, &mut [0; 20])],
                     )?;
                     p.step(Cmd::PExpire, [name, Arg::Argv(lease)], lease_named(ms, now)?);
                     i -= 1;

@@ -45,6 +45,43 @@ pub enum Num {
     Odd,
 }
 
+/// A hash's fields in HKEYS order with their values as `tonumber` reads them, end to end in one
+/// buffer (a read unlock walks every reader's field: no allocation per field).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fields {
+    text: Vec<u8>,
+    items: Vec<(usize, usize, Num)>,
+}
+
+impl Fields {
+    pub fn with_capacity(fields: usize, bytes: usize) -> Fields {
+        Fields { text: Vec::with_capacity(bytes), items: Vec::with_capacity(fields) }
+    }
+
+    pub fn push(&mut self, field: &[u8], num: Num) {
+        let start = self.text.len();
+        self.text.extend_from_slice(field);
+        self.items.push((start, self.text.len(), num));
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], Num)> + '_ {
+        self.items.iter().map(|&(s, e, n)| (self.text.get(s..e).unwrap_or_default(), n))
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Bytes of every field name together.
+    pub fn text_len(&self) -> usize {
+        self.text.len()
+    }
+}
+
 /// A field of the hash: its value as HINCRBY reads it (`None`: not an integer) and as
 /// `tonumber` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +101,7 @@ pub trait Keys {
     fn field(&mut self, lock: usize, field: usize) -> Option<Field>;
     fn hlen(&mut self, lock: usize) -> usize;
     /// Every field (HKEYS) with its value as `tonumber` reads it.
-    fn fields(&mut self, lock: usize) -> Vec<(Vec<u8>, Num)>;
+    fn fields(&mut self, lock: usize) -> Fields;
     /// PTTL of KEYS slot `key`.
     fn pttl(&mut self, key: usize) -> i64;
     /// PTTL of a derived key.

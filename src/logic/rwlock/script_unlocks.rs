@@ -124,13 +124,21 @@ pub(super) fn read_unlock(
         p.read(Cmd::HKeys, [Arg::Key(lock)]);
         let owner_text = call.arg(us(owner)).unwrap_or_default();
         let fields = keys.fields(us(lock));
-        let walked: i64 = fields.iter().map(|(_, n)| if let Num::Int(c) = n { (*c).max(0) } else { 0 }).sum();
+        let walked: i64 = fields.iter().map(|(_, n)| if let Num::Int(c) = n { c.max(0) } else { 0 }).sum();
         if walked > MAX_WALK {
             return Err(Quirk::WalkTooLong);
         }
-        p.steps.reserve(p.steps.len() + fields.len() + walked as usize + 4);
+        let walked = usize::try_from(walked).unwrap_or(0);
+        p.steps.reserve(p.steps.len() + fields.len() + walked + 4);
         let keyprefix_text = call.key(us(keyprefix)).unwrap_or_default();
-        for (field, num) in fields {
+        // Every field once, then a timeout key per hold (at most the longest field's name each).
+        let longest_field = fields.iter().map(|(f, _)| f.len()).max().unwrap_or(0);
+        let per_hold = keyprefix_text.len().saturating_add(longest_field).saturating_add(40);
+        p.reserve_made(
+            fields.len().saturating_add(walked).saturating_add(4),
+            fields.text_len().saturating_add(walked.saturating_mul(per_hold)),
+        );
+        for (field, num) in fields.iter() {
             // The owner's own field as HINCRBY / HDEL left it.
             let num = if field == owner_text {
                 if left == 0 {
@@ -140,7 +148,7 @@ pub(super) fn read_unlock(
             } else {
                 num
             };
-            let f = p.made(&[&field]);
+            let f = p.made(&[field]);
             p.read(Cmd::HGet, [Arg::Key(lock), f]);
             let count = match num {
                 Num::Skip => continue,
@@ -153,7 +161,7 @@ pub(super) fn read_unlock(
                     keys,
                     p,
                     lock,
-                    &[keyprefix_text, b":", &field, b":rwlock_timeout:", digits(n, &mut [0; 20])],
+                    &[keyprefix_text, b":", field, b":rwlock_timeout:", digits(n, &mut [0; 20])],
                 )?;
                 p.read(Cmd::PTtl, [name]);
                 let text = match name {

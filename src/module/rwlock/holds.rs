@@ -68,13 +68,29 @@ impl Holds {
     }
 }
 
-/// Every count field of the hash (name, count), `mode` and non-numeric values left out.
-pub fn count_fields(key: &Key) -> Vec<(Vec<u8>, i64)> {
-    let mut out = Vec::new();
+/// Every count field of the hash, `mode` and non-numeric values left out: the names end to end
+/// in one buffer (a walk reads every reader's field: no allocation per field).
+pub struct CountFields {
+    text: Vec<u8>,
+    items: Vec<(usize, usize, i64)>,
+}
+
+impl CountFields {
+    /// (field, count) in HKEYS order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], i64)> + '_ {
+        self.items.iter().map(|&(s, e, n)| (self.text.get(s..e).unwrap_or_default(), n))
+    }
+}
+
+pub fn count_fields(key: &Key) -> CountFields {
+    let n = key.hash_len();
+    let mut out = CountFields { text: Vec::with_capacity(n * 48), items: Vec::with_capacity(n) };
     key.hash_each(&mut |f, v| {
         if f != names::MODE {
-            if let Some(n) = parse_i64(v) {
-                out.push((f.to_vec(), n));
+            if let Some(c) = parse_i64(v) {
+                let start = out.text.len();
+                out.text.extend_from_slice(f);
+                out.items.push((start, out.text.len(), c));
             }
         }
     });
@@ -88,9 +104,12 @@ pub fn walk(ctx: Ctx, key: &Key, lock: &[u8], skip: Option<&[u8]>) -> Holds {
     let mut until: Option<i64> = None;
     let mut seen = 0usize;
     let now = crate::ffi::rm::millis();
-    for (field, count) in count_fields(key) {
-        // One buffer per field: the prefix, then each hold's number in turn.
-        let mut tk = names::timeout_prefix(lock, &field);
+    let fields = count_fields(key);
+    let mut tk = Vec::new();
+    for (field, count) in fields.iter() {
+        // One buffer for every hold: the field's prefix, then each hold's number in turn.
+        tk.clear();
+        names::push_timeout_prefix(&mut tk, lock, field);
         let base = tk.len();
         for n in (1..=count).rev() {
             seen += 1;
@@ -123,8 +142,8 @@ pub fn walk(ctx: Ctx, key: &Key, lock: &[u8], skip: Option<&[u8]>) -> Holds {
 /// The timeout keys of every hold (for a force release), at most [`MAX_WALK`].
 pub fn all_timeout_keys(key: &Key, lock: &[u8]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    for (field, count) in count_fields(key) {
-        let prefix = names::timeout_prefix(lock, &field);
+    for (field, count) in count_fields(key).iter() {
+        let prefix = names::timeout_prefix(lock, field);
         for n in (1..=count).rev() {
             if out.len() >= MAX_WALK {
                 return out;

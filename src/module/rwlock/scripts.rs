@@ -16,7 +16,7 @@ use crate::ffi::rm::{self, Ctx, OwnedStr, RStr, StaticStr};
 use crate::logic::args::parse_i64;
 use crate::logic::plan::{Latch, Plan, Quirk};
 use crate::logic::rwlock::names;
-use crate::logic::rwlock::script_plans::{self, Field, Keys, ModeField, Num, Shape};
+use crate::logic::rwlock::script_plans::{self, Field, Fields, Keys, ModeField, Num, Shape};
 use crate::logic::rwlock::scripts::RwOp;
 use crate::logic::scripts::{Call, Op};
 use crate::module::cluster;
@@ -116,10 +116,11 @@ impl Keys for Reads<'_, '_> {
         self.open(lock).map_or(0, |(k, _)| if k.kind() == KeyKind::Hash { k.hash_len() } else { 0 })
     }
 
-    fn fields(&mut self, lock: usize) -> Vec<(Vec<u8>, Num)> {
-        let Some((key, _)) = self.open(lock) else { return Vec::new() };
-        let mut out = Vec::with_capacity(key.hash_len());
-        key.hash_each(&mut |f, v| out.push((f.to_vec(), lua_num(v))));
+    fn fields(&mut self, lock: usize) -> Fields {
+        let Some((key, _)) = self.open(lock) else { return Fields::default() };
+        let n = key.hash_len();
+        let mut out = Fields::with_capacity(n, n * 48);
+        key.hash_each(&mut |f, v| out.push(f, lua_num(v)));
         out
     }
 
