@@ -110,7 +110,7 @@ bench: build ## benchmarks: native vs Lua vs plain Redis, WAIT vs pub/sub vs pol
 	$(MAKE) --no-print-directory bench-python
 
 BENCH_SERVERS ?= $(wildcard ../shared/servers/*/)
-bench-matrix: build ## Redisson's scripts native vs Lua on the system server and each BENCH_SERVERS dir, enable-debug-command no and local; bench-results/matrix/summary.md
+bench-matrix: build ## Redisson's scripts native vs Lua (enable-debug-command no and local) and LOCK.* READ/WRITE vs Lua, on the system server and each BENCH_SERVERS dir; bench-results/matrix/summary.md
 	bash scripts/bench_matrix.sh $(CURDIR)/$(MODULE) bench-results/matrix $(BENCH_SERVERS)
 
 bench-python: build python-venv ## the Python client: contention (N processes) and per-call overhead, side by side with redis-py's Lock, python-redis-lock and pottery

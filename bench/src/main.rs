@@ -13,6 +13,7 @@ mod cycles;
 mod expiry;
 mod lua;
 mod memory;
+mod pipelined;
 mod redisson_scripts;
 mod rwlock;
 mod stats;
@@ -47,7 +48,7 @@ fn usage() -> ! {
     eprintln!(
         "usage: lock-bench --module /abs/path/libredis_lock.so [--out DIR] [--quick] \
          [--redis-server PATH] [--server-arg ARGS]... \
-         [--only uncontended,cycles,contention,expiry,memory,redisson,redisson-ratios,rwlock] [--waiters N (memory)]"
+         [--only uncontended,cycles,contention,expiry,memory,redisson,redisson-ratios,rwlock,rwlock-ratios] [--waiters N (memory)]"
     );
     std::process::exit(2)
 }
@@ -163,7 +164,12 @@ fn main() {
         None
     };
     srv.assert_alive();
-    let rwlock_rows = if want("rwlock") { rwlock::run_uncontended(&mut con, args.quick) } else { vec![] };
+    // "rwlock-ratios": only the uncontended LOCK.* vs Lua phases (make bench-matrix).
+    let rwlock_rows = if want("rwlock") || want("rwlock-ratios") {
+        rwlock::run_uncontended(&mut con, port, args.quick)
+    } else {
+        vec![]
+    };
     let rwlock_contended = if want("rwlock") { rwlock::run_contended(port, args.quick) } else { vec![] };
     srv.assert_alive();
     drop(con);

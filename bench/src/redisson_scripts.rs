@@ -12,6 +12,7 @@
 //!   `LOCK.ACQUIRE ... WAIT` clients on one lock, per-client grants and Jain fairness, in both
 //!   modes.
 
+use crate::pipelined;
 use crate::stats::{jain, median};
 use redis::Value;
 use serde::Serialize;
@@ -98,7 +99,7 @@ fn set_mode(con: &mut redis::Connection, mode: &str) {
         redis::cmd("CONFIG").arg("SET").arg("lock.redisson-scripts").arg(mode).query(con).expect("mode");
 }
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, Debug)]
 enum Op {
     Acquire,
     Unlock,
@@ -229,33 +230,14 @@ fn expected(op: Op, v: &R) -> bool {
     }
 }
 
-/// One pipelined phase of `n` calls (pipeline 32, packed in advance so the timed loop is only
-/// socket I/O, read with the raw client: the measure is the server's, not a client's parser);
-/// returns (calls/s, server µs per call).
+/// One pipelined phase of `n` calls (packed in advance so the timed loop is only socket I/O,
+/// read with the raw client, the server kept busy: `pipelined.rs`); returns (calls/s, server µs
+/// per call).
 fn phase(con: &mut redis::Connection, port: u16, op: Op, n: usize, stat: &str) -> (f64, f64) {
-    let depth = 32;
-    let mut batches: Vec<(Vec<u8>, usize)> = Vec::new();
-    let mut i = 0;
-    while i < n {
-        let end = (i + depth).min(n);
-        let mut buf = Vec::new();
-        for j in i..end {
-            buf.extend_from_slice(&command(op, j).get_packed_command());
-        }
-        batches.push((buf, end - i));
-        i = end;
-    }
-    let mut raw = Conn::new(port);
+    let batches = pipelined::batches((0..n).map(|j| command(op, j).get_packed_command()));
     reset_stats(con);
-    let t0 = Instant::now();
-    for (buf, replies) in &batches {
-        raw.send_raw(buf);
-        for _ in 0..*replies {
-            let v = raw.read().expect("reply");
-            assert!(expected(op, &v), "unexpected reply in the redisson scenario: {v:?}");
-        }
-    }
-    let secs = t0.elapsed().as_secs_f64();
+    let (secs, bad) = pipelined::run(port, &batches, |v| expected(op, v));
+    assert_eq!(bad, 0, "unexpected replies in the redisson scenario ({op:?})");
     let (calls, usec) = cmdstat(con, stat);
     (n as f64 / secs, if calls > 0 { usec as f64 / calls as f64 } else { f64::NAN })
 }

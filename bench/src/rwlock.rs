@@ -3,16 +3,18 @@
 //! EVALSHA on the same server in the same run), and a contended workload (8 readers, 2 writers,
 //! 1 ms critical sections) waiting with LOCK.* WAIT against Redisson-style pub/sub waiting.
 //!
-//! Uncontended phases are pipelined (depth 32) over distinct keys, in interleaved repetitions
-//! (median of each), as scenario "uncontended" does for the plain lock.
+//! Uncontended phases are pipelined over distinct keys (`pipelined.rs`: batches of 32, the
+//! server kept busy), LOCK.* and Lua alternating in 7 repetitions; a ratio is the median of
+//! the repetitions' ratios.
 
+use crate::pipelined;
 use crate::stats::{dist, median, Dist};
 use redis::Value;
 use serde::Serialize;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
-use testkit::resp::Conn;
+use testkit::resp::{Conn, R};
 
 const LEASE: u64 = 30_000;
 const READ_ACQUIRE: &str = include_str!("../../clients/python/src/redislock/lua/rw-read-acquire.lua");
@@ -148,37 +150,26 @@ fn cmd_for(op: Op, lua: bool, sha: &Shas, k: &str) -> redis::Cmd {
     }
 }
 
-fn expected(op: Op, v: &Value) -> bool {
+fn expected(op: Op, v: &R) -> bool {
     match op {
-        Op::ReadAcquire | Op::WriteAcquire => matches!(v, Value::Nil),
-        Op::ReadRelease | Op::WriteRelease => matches!(v, Value::Int(1)),
-        Op::ReadRelease10 => matches!(v, Value::Int(0)),
+        Op::ReadAcquire | Op::WriteAcquire => matches!(v, R::Nil),
+        Op::ReadRelease | Op::WriteRelease => matches!(v, R::Int(1)),
+        Op::ReadRelease10 => matches!(v, R::Int(0)),
     }
 }
 
-/// Pipeline `cmds` (depth 32); ops/s, server µs per top-level call, unexpected replies.
-fn timed(con: &mut redis::Connection, cmds: &[redis::Cmd], op: Op, stat: &str) -> (f64, f64, usize) {
-    let depth = 32;
-    let batches: Vec<Vec<u8>> =
-        cmds.chunks(depth).map(|ch| ch.iter().flat_map(|c| c.get_packed_command()).collect()).collect();
+/// A pipelined phase (`pipelined.rs`: the server kept busy); ops/s, server µs per top-level
+/// call, unexpected replies.
+fn timed(
+    con: &mut redis::Connection,
+    port: u16,
+    cmds: &[redis::Cmd],
+    op: Op,
+    stat: &str,
+) -> (f64, f64, usize) {
+    let batches = pipelined::batches(cmds.iter().map(|c| c.get_packed_command()));
     testkit::reset_stats(con);
-    let t0 = Instant::now();
-    let mut bad = 0;
-    for (b, ch) in batches.iter().zip(cmds.chunks(depth)) {
-        con.send_packed_command(b).expect("send");
-        for _ in ch {
-            match con.recv_response() {
-                Ok(v) if expected(op, &v) => {}
-                v => {
-                    if bad < 3 {
-                        eprintln!("  unexpected reply for {op:?}: {v:?}");
-                    }
-                    bad += 1;
-                }
-            }
-        }
-    }
-    let secs = t0.elapsed().as_secs_f64();
+    let (secs, bad) = pipelined::run(port, &batches, |v| expected(op, v));
     let (calls, usec) = testkit::cmdstat(con, stat);
     let per = if calls > 0 { usec as f64 / calls as f64 } else { f64::NAN };
     (cmds.len() as f64 / secs, per, bad)
@@ -196,7 +187,14 @@ fn untimed(con: &mut redis::Connection, cmds: &[redis::Cmd]) {
 }
 
 /// One repetition of `op` over `n` keys with `lua` or LOCK.*: set-up, timed phase, clean-up.
-fn phase(con: &mut redis::Connection, sha: &Shas, op: Op, lua: bool, n: usize) -> (f64, f64, usize) {
+fn phase(
+    con: &mut redis::Connection,
+    port: u16,
+    sha: &Shas,
+    op: Op,
+    lua: bool,
+    n: usize,
+) -> (f64, f64, usize) {
     let keys: Vec<String> = (0..n).map(key).collect();
     let setup: Vec<redis::Cmd> = match op {
         Op::ReadAcquire | Op::WriteAcquire => vec![],
@@ -216,33 +214,35 @@ fn phase(con: &mut redis::Connection, sha: &Shas, op: Op, lua: bool, n: usize) -
     } else {
         "lock.release"
     };
-    let r = timed(con, &cmds, op, stat);
+    let r = timed(con, port, &cmds, op, stat);
     let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
     r
 }
 
-pub fn run_uncontended(con: &mut redis::Connection, quick: bool) -> Vec<Row> {
+pub fn run_uncontended(con: &mut redis::Connection, port: u16, quick: bool) -> Vec<Row> {
     let sha = load(con);
-    let (n, reps) = if quick { (2_000, 1) } else { (20_000, 5) };
+    let (n, reps) = if quick { (2_000, 1) } else { (20_000, 7) };
     let mut rows = Vec::new();
     for op in [Op::ReadAcquire, Op::ReadRelease, Op::WriteAcquire, Op::WriteRelease, Op::ReadRelease10] {
         eprintln!("[rwlock] {}: {n} ops per phase, {reps} rep(s)", op.label());
         let (mut nat, mut lua) = (Vec::new(), Vec::new());
         let mut bad = 0;
         for _ in 0..reps {
-            let a = phase(con, &sha, op, false, n);
-            let b = phase(con, &sha, op, true, n);
+            let a = phase(con, port, &sha, op, false, n);
+            let b = phase(con, port, &sha, op, true, n);
             bad += a.2 + b.2;
             nat.push(a);
             lua.push(b);
         }
         let m = |v: &[(f64, f64, usize)], f: fn(&(f64, f64, usize)) -> f64| median(v.iter().map(f).collect());
-        let (no, lo) = (m(&nat, |x| x.0), m(&lua, |x| x.0));
+        // The ratio of each repetition's two phases (seconds apart), then their median: the
+        // machine's slow drifts cancel out.
+        let ratio = median(nat.iter().zip(&lua).map(|(a, b)| a.0 / b.0).collect());
         rows.push(Row {
             op: op.label().into(),
-            native_ops_per_sec: no,
-            lua_ops_per_sec: lo,
-            ratio: no / lo,
+            native_ops_per_sec: m(&nat, |x| x.0),
+            lua_ops_per_sec: m(&lua, |x| x.0),
+            ratio,
             native_server_usec: m(&nat, |x| x.1),
             lua_server_usec: m(&lua, |x| x.1),
             unexpected_replies: bad,

@@ -1,0 +1,70 @@
+//! Pipelined phases that keep the server busy: batches of [`DEPTH`] commands with up to
+//! [`WINDOW`] batches unanswered, read with the raw RESP client.
+//!
+//! A client that waits for a whole batch's replies before sending the next one leaves the
+//! server idle for a round trip per batch (on this 2-core VM about as long as a script's own
+//! work): time that both sides of a ratio pay alike and that pulls every ratio towards 1x. With
+//! the next batches already queued the server never waits, so calls/s is what the server can
+//! serve, as with several clients pipelining at once (redis-benchmark's `-c 50 -P 32`).
+
+use std::time::Instant;
+use testkit::resp::{Conn, R};
+
+/// Commands per batch.
+pub const DEPTH: usize = 32;
+/// Batches sent and not yet answered, at most.
+pub const WINDOW: usize = 4;
+
+/// Packed batches of [`DEPTH`] commands: (bytes, commands in it).
+pub fn batches(cmds: impl IntoIterator<Item = Vec<u8>>) -> Vec<(Vec<u8>, usize)> {
+    let mut out: Vec<(Vec<u8>, usize)> = Vec::new();
+    for c in cmds {
+        match out.last_mut() {
+            Some((buf, n)) if *n < DEPTH => {
+                buf.extend_from_slice(&c);
+                *n += 1;
+            }
+            _ => out.push((c, 1)),
+        }
+    }
+    out
+}
+
+/// Send `batches` on a new connection to `port`, at most [`WINDOW`] unanswered, and read every
+/// reply; returns the seconds it took and how many replies `ok` refused (the first three are
+/// printed).
+pub fn run(port: u16, batches: &[(Vec<u8>, usize)], ok: impl Fn(&R) -> bool) -> (f64, usize) {
+    let mut raw = Conn::new(port);
+    let mut bad = 0;
+    let t0 = Instant::now();
+    let mut sent = 0;
+    for (i, (_, replies)) in batches.iter().enumerate() {
+        while sent < batches.len() && sent < i + WINDOW {
+            raw.send_raw(&batches[sent].0);
+            sent += 1;
+        }
+        for _ in 0..*replies {
+            let v = raw.read().expect("reply");
+            if !ok(&v) {
+                if bad < 3 {
+                    eprintln!("  unexpected reply: {v:?}");
+                }
+                bad += 1;
+            }
+        }
+    }
+    (t0.elapsed().as_secs_f64(), bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_hold_depth_commands_each() {
+        let b = batches((0..70u8).map(|i| vec![i]));
+        assert_eq!(b.iter().map(|x| x.1).collect::<Vec<_>>(), vec![32, 32, 6]);
+        assert_eq!(b[2].0, (64..70u8).collect::<Vec<_>>());
+        assert!(batches(Vec::<Vec<u8>>::new()).is_empty());
+    }
+}
