@@ -268,7 +268,9 @@ fn script_phases(con: &mut redis::Connection, port: u16, quick: bool, report: &m
     // (op, mode, calls/s, µs/call, repetition)
     let mut samples: Vec<(&str, &str, f64, f64, usize)> = Vec::new();
     for rep in 0..reps {
-        for mode in ["lua", "native"] {
+        // Each mode goes first in every other repetition (no order effect in the pairs).
+        let order = if rep % 2 == 0 { ["lua", "native"] } else { ["native", "lua"] };
+        for mode in order {
             set_mode(con, mode);
             let stat = if mode == "lua" { "evalsha" } else { "lock.redisson" };
             let (a, au) = phase(con, port, Op::Acquire, n, stat);

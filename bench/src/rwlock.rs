@@ -227,9 +227,15 @@ pub fn run_uncontended(con: &mut redis::Connection, port: u16, quick: bool) -> V
         eprintln!("[rwlock] {}: {n} ops per phase, {reps} rep(s)", op.label());
         let (mut nat, mut lua) = (Vec::new(), Vec::new());
         let mut bad = 0;
-        for _ in 0..reps {
-            let a = phase(con, port, &sha, op, false, n);
-            let b = phase(con, port, &sha, op, true, n);
+        for rep in 0..reps {
+            // Each side goes first in every other repetition (no order effect in the pairs).
+            let (a, b) = if rep % 2 == 0 {
+                let a = phase(con, port, &sha, op, false, n);
+                (a, phase(con, port, &sha, op, true, n))
+            } else {
+                let b = phase(con, port, &sha, op, true, n);
+                (phase(con, port, &sha, op, false, n), b)
+            };
             bad += a.2 + b.2;
             nat.push(a);
             lua.push(b);
