@@ -15,6 +15,15 @@ pub const DEPTH: usize = 32;
 /// Batches sent and not yet answered, at most.
 pub const WINDOW: usize = 4;
 
+/// Locks in one round of a "10 readers holding" phase (the phase is rounds of this many locks
+/// until its calls are made; only the releases are timed): 2 000 locks are 22 000 keys, which
+/// stay in cache as a busy lock's keys do. `LOCK_BENCH_TEN_LOCKS=20000` measures the walk over
+/// 220 000 keys instead, where every hold looked at is a few cache misses on both sides.
+pub fn ten_reader_locks(calls: usize) -> usize {
+    let n = std::env::var("LOCK_BENCH_TEN_LOCKS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000usize);
+    n.clamp(1, calls.max(1))
+}
+
 /// Packed batches of [`DEPTH`] commands: (bytes, commands in it).
 pub fn batches(cmds: impl IntoIterator<Item = Vec<u8>>) -> Vec<(Vec<u8>, usize)> {
     let mut out: Vec<(Vec<u8>, usize)> = Vec::new();

@@ -1,7 +1,7 @@
 //! Scenario "redisson": Redisson's lock scripts run natively (`lock.redisson-scripts native`).
 //!
 //! - The same script sent with EVALSHA, run in Lua (`lua`) and natively (`native`), switched at
-//!   run time on one server: throughput (pipeline 32) and server µs/call (`evalsha` vs
+//!   run time on one server: throughput (batches of 32, 4 unanswered: `pipelined.rs`) and server µs/call (`evalsha` vs
 //!   `lock.redisson` in INFO commandstats) for the acquire, the 3.24+ unlock with its latch and
 //!   a 100-key batched watchdog renewal. The scripts are our own implementations of Redisson's
 //!   (`clients/python/src/redislock/lua/`), registered with `lock.redisson-extra-scripts` so they take the code path of
@@ -249,6 +249,24 @@ fn phase(con: &mut redis::Connection, port: u16, op: Op, n: usize, stat: &str) -
     (n as f64 / secs, if calls > 0 { usec as f64 / calls as f64 } else { f64::NAN })
 }
 
+/// `calls` unlocks of one reader of ten, in rounds of [`pipelined::ten_reader_locks`] locks
+/// (each round set up untimed after a FLUSHALL); (calls/s, server µs per call) over the rounds.
+fn ten_reader_phase(con: &mut redis::Connection, port: u16, calls: usize, stat: &str) -> (f64, f64) {
+    let locks = pipelined::ten_reader_locks(calls);
+    let (mut done, mut secs, mut usec) = (0usize, 0.0f64, 0.0f64);
+    while done < calls {
+        let m = locks.min(calls - done);
+        let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
+        ten_readers(port, m);
+        let (per_sec, per_call) = phase(con, port, Op::ReadUnlockOfTen, m, stat);
+        secs += m as f64 / per_sec;
+        usec += per_call * m as f64;
+        done += m;
+    }
+    let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
+    (calls as f64 / secs, usec / calls as f64)
+}
+
 /// The read-write lock's phases, by name (the last one has its own target: >= 3x).
 pub const RW_OPS: [&str; 5] = [
     "rw read acquire",
@@ -304,11 +322,8 @@ fn script_phases(con: &mut redis::Connection, port: u16, quick: bool, report: &m
                 }
                 samples.push((name, mode, x, xu, rep));
             }
-            let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
-            ten_readers(port, tens);
-            let (x, xu) = phase(con, port, Op::ReadUnlockOfTen, tens, stat);
+            let (x, xu) = ten_reader_phase(con, port, tens, stat);
             samples.push((RW_OPS[4], mode, x, xu, rep));
-            let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
         }
     }
     let ops = ["acquire", "unlock (3.24+, latch)", "renew-batch (100 keys)"];
