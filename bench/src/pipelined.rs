@@ -24,6 +24,23 @@ pub fn ten_reader_locks(calls: usize) -> usize {
     n.clamp(1, calls.max(1))
 }
 
+/// `calls` calls of a "10 readers holding" phase in rounds of [`ten_reader_locks`] locks:
+/// `round(m)` sets up `m` locks, times `m` releases and returns (calls/s, server µs per call,
+/// unexpected replies); the result is the same over all the rounds' timed calls.
+pub fn in_rounds(calls: usize, mut round: impl FnMut(usize) -> (f64, f64, usize)) -> (f64, f64, usize) {
+    let locks = ten_reader_locks(calls);
+    let (mut done, mut secs, mut usec, mut bad) = (0usize, 0.0f64, 0.0f64, 0usize);
+    while done < calls {
+        let m = locks.min(calls - done);
+        let (per_sec, per_call, b) = round(m);
+        secs += m as f64 / per_sec;
+        usec += per_call * m as f64;
+        bad += b;
+        done += m;
+    }
+    (calls as f64 / secs, usec / calls as f64, bad)
+}
+
 /// Packed batches of [`DEPTH`] commands: (bytes, commands in it).
 pub fn batches(cmds: impl IntoIterator<Item = Vec<u8>>) -> Vec<(Vec<u8>, usize)> {
     let mut out: Vec<(Vec<u8>, usize)> = Vec::new();
@@ -75,5 +92,23 @@ mod tests {
         assert_eq!(b.iter().map(|x| x.1).collect::<Vec<_>>(), vec![32, 32, 6]);
         assert_eq!(b[2].0, (64..70u8).collect::<Vec<_>>());
         assert!(batches(Vec::<Vec<u8>>::new()).is_empty());
+    }
+
+    #[test]
+    fn rounds_combine_into_one_phase_over_every_timed_call() {
+        if std::env::var_os("LOCK_BENCH_TEN_LOCKS").is_some() {
+            return;
+        }
+        let mut sizes = Vec::new();
+        // Each round takes 0.1 s and m µs a call.
+        let (per_sec, per_call, bad) = in_rounds(5_000, |m| {
+            sizes.push(m);
+            (m as f64 * 10.0, m as f64, 1)
+        });
+        assert_eq!(sizes, vec![2_000, 2_000, 1_000]);
+        assert!((per_sec - 5_000.0 / 0.3).abs() < 1e-6);
+        assert!((per_call - 1_800.0).abs() < 1e-9);
+        assert_eq!(bad, 3);
+        assert_eq!(in_rounds(10, |m| (m as f64, 1.0, 0)).0, 10.0);
     }
 }

@@ -252,19 +252,14 @@ fn phase(con: &mut redis::Connection, port: u16, op: Op, n: usize, stat: &str) -
 /// `calls` unlocks of one reader of ten, in rounds of [`pipelined::ten_reader_locks`] locks
 /// (each round set up untimed after a FLUSHALL); (calls/s, server µs per call) over the rounds.
 fn ten_reader_phase(con: &mut redis::Connection, port: u16, calls: usize, stat: &str) -> (f64, f64) {
-    let locks = pipelined::ten_reader_locks(calls);
-    let (mut done, mut secs, mut usec) = (0usize, 0.0f64, 0.0f64);
-    while done < calls {
-        let m = locks.min(calls - done);
+    let (per_sec, per_call, _) = pipelined::in_rounds(calls, |m| {
         let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
         ten_readers(port, m);
-        let (per_sec, per_call) = phase(con, port, Op::ReadUnlockOfTen, m, stat);
-        secs += m as f64 / per_sec;
-        usec += per_call * m as f64;
-        done += m;
-    }
+        let (x, xu) = phase(con, port, Op::ReadUnlockOfTen, m, stat);
+        (x, xu, 0)
+    });
     let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
-    (calls as f64 / secs, usec / calls as f64)
+    (per_sec, per_call)
 }
 
 /// The read-write lock's phases, by name (the last one has its own target: >= 3x).

@@ -232,17 +232,7 @@ fn rounds(
     if op != Op::ReadRelease10 {
         return phase(con, port, sha, op, lua, n);
     }
-    let locks = pipelined::ten_reader_locks(n);
-    let (mut done, mut secs, mut usec, mut bad) = (0usize, 0.0f64, 0.0f64, 0usize);
-    while done < n {
-        let m = locks.min(n - done);
-        let (per_sec, per_call, b) = phase(con, port, sha, op, lua, m);
-        secs += m as f64 / per_sec;
-        usec += per_call * m as f64;
-        bad += b;
-        done += m;
-    }
-    (n as f64 / secs, usec / n as f64, bad)
+    pipelined::in_rounds(n, |m| phase(con, port, sha, op, lua, m))
 }
 
 pub fn run_uncontended(con: &mut redis::Connection, port: u16, quick: bool) -> Vec<Row> {
