@@ -643,3 +643,28 @@ fn type_changes_renames_and_role_changes_end_waits() {
     let e = d.read().unwrap();
     assert!(e.err().starts_with("READONLY") || e.err().starts_with("UNBLOCKED"), "{e:?}");
 }
+
+/// A forged reader field with a long name and many holds (written with HSET by someone with write
+/// access): the walks look at no more than 32 MiB of timeout-key names, so a release, a renewal
+/// and a force release answer at once instead of building or hashing gigabytes of names.
+#[test]
+fn walks_over_long_forged_fields_are_bounded() {
+    let (_s, mut c) = started();
+    assert_eq!(cmd!(c, "LOCK.ACQUIRE", "rw", "me", "30000", "READ"), R::Nil);
+    // 1 MiB name x 40 holds: 40 MiB of names, none of them a key.
+    let long = "x".repeat(1 << 20);
+    assert_eq!(cmd!(c, "HSET", "rw", &long, "40").int(), 1);
+    let t0 = Instant::now();
+    // Past the bound the holds count as long as the hash: the lock stays with the forged reader.
+    assert_eq!(cmd!(c, "LOCK.RELEASE", "rw", "me", "READ").int(), 0);
+    assert_eq!(cmd!(c, "HEXISTS", "rw", "me").int(), 0);
+    assert!(pttl(&mut c, "rw") > 20_000);
+    assert_eq!(cmd!(c, "EXISTS", tk("rw", "me", 1)).int(), 0);
+    // A renewal by an owner with a long name renews at most the bound's worth of its holds.
+    assert_eq!(cmd!(c, "HSET", "rw", &long, "100000").int(), 0);
+    assert_eq!(cmd!(c, "LOCK.RENEW", "rw", &long, "30000", "READ").int(), 1);
+    assert_eq!(cmd!(c, "LOCK.FORCERELEASE", "rw").int(), 1);
+    assert_eq!(cmd!(c, "EXISTS", "rw").int(), 0);
+    assert!(t0.elapsed() < Duration::from_secs(10), "took {:?}", t0.elapsed());
+    assert_eq!(cmd!(c, "PING"), R::Simple("PONG".into()));
+}

@@ -190,6 +190,20 @@ fn unlock_rest(owner: &'static str) -> [&'static str; 10] {
 }
 
 #[test]
+fn walks_past_the_byte_bound_run_in_lua() {
+    // Another reader's 1 MiB field with 40 holds: 40 MiB of names, past MAX_WALK_BYTES (32 MiB).
+    let long = "x".repeat(1 << 20);
+    let mut v = held(&[("me", "1"), (long.as_str(), "40")], ModeField::Read);
+    let p = run(RwOp::ReadUnlockLatchNil, &unlock_rest("me"), &mut v);
+    assert_eq!(p.then, Then::Lua(Quirk::WalkTooLong));
+    // 20 holds (20 MiB) are walked natively (none alive: the lock is freed).
+    let mut v = held(&[("me", "1"), (long.as_str(), "20")], ModeField::Read);
+    let p = run(RwOp::ReadUnlockLatchNil, &unlock_rest("me"), &mut v);
+    assert_eq!(reply(&p), Reply::Int(1));
+    assert_eq!(cmds(&p).iter().filter(|c| **c == Cmd::PTtl).count(), 20);
+}
+
+#[test]
 fn read_unlock_walks_every_hold() {
     use Cmd::*;
     let mut v = held(&[("me", "1"), ("other", "2")], ModeField::Read);

@@ -27,7 +27,7 @@ pub(super) fn renew(
     let ms = call.lease();
     let mut out = Vec::with_capacity(n);
     let mut deleted: Vec<&[u8]> = Vec::new();
-    let mut walked = 0i64;
+    let mut walked = WalkBudget::default();
     for u in 0..n {
         let (lock, keyprefix, owner) = ((k0 + u * ks) as u32, (p0 + u * ps) as u32, (o0 + u * os) as u32);
         let lock_name = call.key(us(lock)).unwrap_or_default();
@@ -70,10 +70,12 @@ pub(super) fn renew(
                     Num::Int(c) => c,
                     Num::Odd => return Err(Quirk::LuaNumber),
                 };
-                walked += count.max(0);
-                if walked > MAX_WALK {
-                    return Err(Quirk::WalkTooLong);
-                }
+                // 1affef78 names holds with KEYS[i + 1]: bound by the longest key.
+                let prefix_len = match walk {
+                    Walk::Fixed => call.key(us(keyprefix)).map_or(0, <[u8]>::len),
+                    Walk::Bug => call.keys.iter().map(|k| k.len()).max().unwrap_or(0),
+                };
+                walked.take(count, hold_name_len(prefix_len, field.len()))?;
                 let mut i = count;
                 while i >= 1 {
                     let prefix = match walk {
@@ -113,7 +115,7 @@ pub(super) fn renew_own(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Pla
     let ms = call.lease();
     let mut out = Vec::with_capacity(call.units);
     let mut deleted: Vec<&[u8]> = Vec::new();
-    let mut walked = 0i64;
+    let mut walked = WalkBudget::default();
     // The groups after the fixed ARGV (their shape was checked by `parse`).
     let mut at = call.layout.args.len();
     for u in 0..call.units {
@@ -141,12 +143,9 @@ pub(super) fn renew_own(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Pla
                 Num::Odd => return Err(Quirk::LuaNumber),
                 Num::Int(c) => c,
             };
-            walked += count.max(0);
-            if walked > MAX_WALK {
-                return Err(Quirk::WalkTooLong);
-            }
             let (prefix, field) =
                 (call.key(us(keyprefix)).unwrap_or_default(), call.arg(j).unwrap_or_default());
+            walked.take(count, hold_name_len(prefix.len(), field.len()))?;
             let mut i = count;
             while i >= 1 {
                 let name = derived(

@@ -9,6 +9,45 @@ use crate::logic::scripts::{Call, Publish, Role};
 /// Lua.
 pub const MAX_WALK: i64 = 100_000;
 
+/// At most this many bytes of derived key names are built natively in one call (a hold count
+/// times a name's length, whatever the hash holds: a long field with a large count must not
+/// exhaust memory); a longer walk runs in Lua.
+pub const MAX_WALK_BYTES: usize = 32 << 20;
+
+/// What one call's walks have built so far, against [`MAX_WALK`] and [`MAX_WALK_BYTES`].
+#[derive(Debug, Default)]
+pub(super) struct WalkBudget {
+    holds: i64,
+    bytes: usize,
+}
+
+impl WalkBudget {
+    /// Count `count` holds whose names are `name_len` bytes before the hold number.
+    pub(super) fn take(&mut self, count: i64, name_len: usize) -> Result<(), Quirk> {
+        let c = count.max(0);
+        self.holds = self.holds.saturating_add(c);
+        let each = name_len.saturating_add(21);
+        self.bytes = self.bytes.saturating_add(usize::try_from(c).unwrap_or(usize::MAX).saturating_mul(each));
+        if self.holds > MAX_WALK || self.bytes > MAX_WALK_BYTES {
+            return Err(Quirk::WalkTooLong);
+        }
+        Ok(())
+    }
+
+    pub(super) fn holds(&self) -> usize {
+        usize::try_from(self.holds).unwrap_or(0)
+    }
+
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// `<prefix>:<field>:rwlock_timeout:`: the length of a hold's name before its number.
+pub(super) fn hold_name_len(prefix: usize, field: usize) -> usize {
+    prefix.saturating_add(field).saturating_add(17)
+}
+
 /// Lua 5.1 writes a number into a string (`..`) with `%.14g`: plain digits below 10^14.
 pub(super) const LUA_DIGITS: i64 = 100_000_000_000_000;
 

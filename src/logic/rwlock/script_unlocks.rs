@@ -124,19 +124,18 @@ pub(super) fn read_unlock(
         p.read(Cmd::HKeys, [Arg::Key(lock)]);
         let owner_text = call.arg(us(owner)).unwrap_or_default();
         let fields = keys.fields(us(lock));
-        let walked: i64 = fields.iter().map(|(_, n)| if let Num::Int(c) = n { c.max(0) } else { 0 }).sum();
-        if walked > MAX_WALK {
-            return Err(Quirk::WalkTooLong);
-        }
-        let walked = usize::try_from(walked).unwrap_or(0);
-        p.steps.reserve(p.steps.len() + fields.len() + walked + 4);
         let keyprefix_text = call.key(us(keyprefix)).unwrap_or_default();
-        // Every field once, then a timeout key per hold (at most the longest field's name each).
-        let longest_field = fields.iter().map(|(f, _)| f.len()).max().unwrap_or(0);
-        let per_hold = keyprefix_text.len().saturating_add(longest_field).saturating_add(40);
+        // Every hold's name, bounded before any is made; then room for all of them at once.
+        let mut budget = WalkBudget::default();
+        for (f, n) in fields.iter() {
+            if let Num::Int(c) = n {
+                budget.take(c, hold_name_len(keyprefix_text.len(), f.len()))?;
+            }
+        }
+        p.steps.reserve(p.steps.len() + fields.len() + budget.holds() + 4);
         p.reserve_made(
-            fields.len().saturating_add(walked).saturating_add(4),
-            fields.text_len().saturating_add(walked.saturating_mul(per_hold)),
+            fields.len().saturating_add(budget.holds()).saturating_add(4),
+            fields.text_len().saturating_add(budget.bytes()),
         );
         for (field, num) in fields.iter() {
             // The owner's own field as HINCRBY / HDEL left it.

@@ -11,7 +11,7 @@ use crate::logic::error::Error;
 use crate::logic::rwlock::names;
 use crate::logic::rwlock::policy::Request;
 use crate::logic::rwlock::state::{self, Mode, ReadAfter, ReadRelease, RwView, Take, WriteRelease};
-use crate::module::rwlock::holds::{self, MAX_WALK};
+use crate::module::rwlock::holds::{self, MAX_WALK, MAX_WALK_BYTES};
 use crate::module::rwlock::take::{
     self, check_derived, clear_expired, expired_reads, prepare, timeout_key, Want,
 };
@@ -234,7 +234,9 @@ pub fn renew(ctx: Ctx, name: RStr, owner: RStr, a: &RenewArgs<'_>, access: Acces
             None => false,
             Some(count) => {
                 let lock = rm::bytes(&name);
-                let n = usize::try_from(count).unwrap_or(0).min(MAX_WALK);
+                // At most MAX_WALK holds and MAX_WALK_BYTES of their names.
+                let name_len = lock.len().saturating_add(a.owner.len()).saturating_add(40);
+                let n = usize::try_from(count).unwrap_or(0).min(MAX_WALK).min(MAX_WALK_BYTES / name_len);
                 let mut keys = Vec::with_capacity(n);
                 for i in 1..=i64::try_from(n).unwrap_or(0) {
                     keys.push(timeout_key(ctx, lock, a.owner, i)?);

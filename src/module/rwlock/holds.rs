@@ -13,6 +13,10 @@ use crate::logic::rwlock::state::{self, Mode, RwView};
 /// last as long as the hash (never shorter than Redisson would keep them).
 pub const MAX_WALK: usize = 10_000;
 
+/// Nor more than this many bytes of timeout-key names (a long field with a large count must not
+/// stall or exhaust the server); beyond, the same rule as past [`MAX_WALK`].
+pub const MAX_WALK_BYTES: usize = 32 << 20;
+
 /// The hash's `mode`, `None` when absent, `Err` when neither value.
 pub fn mode(key: &Key) -> Result<Option<Mode>, Error> {
     let f = crate::ffi::rm::mode_field();
@@ -102,7 +106,7 @@ pub fn count_fields(key: &Key) -> CountFields {
 pub fn walk(ctx: Ctx, key: &Key, lock: &[u8], skip: Option<&[u8]>) -> Holds {
     let mut longest = -2i64;
     let mut until: Option<i64> = None;
-    let mut seen = 0usize;
+    let (mut seen, mut bytes) = (0usize, 0usize);
     let now = crate::ffi::rm::millis();
     let fields = count_fields(key);
     let mut tk = Vec::new();
@@ -112,13 +116,14 @@ pub fn walk(ctx: Ctx, key: &Key, lock: &[u8], skip: Option<&[u8]>) -> Holds {
         names::push_timeout_prefix(&mut tk, lock, field);
         let base = tk.len();
         for n in (1..=count).rev() {
+            tk.truncate(base);
+            names::push_hold_number(&mut tk, n);
             seen += 1;
-            if seen > MAX_WALK {
+            bytes = bytes.saturating_add(tk.len());
+            if seen > MAX_WALK || bytes > MAX_WALK_BYTES {
                 let d = key.deadline();
                 return Holds { longest: key.pttl().max(longest), until: d.max(until) };
             }
-            tk.truncate(base);
-            names::push_hold_number(&mut tk, n);
             if skip == Some(tk.as_slice()) {
                 continue;
             }
@@ -139,16 +144,20 @@ pub fn walk(ctx: Ctx, key: &Key, lock: &[u8], skip: Option<&[u8]>) -> Holds {
     Holds { longest, until: if longest > 0 { until } else { None } }
 }
 
-/// The timeout keys of every hold (for a force release), at most [`MAX_WALK`].
+/// The timeout keys of every hold (for a force release), at most [`MAX_WALK`] of them and
+/// [`MAX_WALK_BYTES`] of names (the rest expire with their leases).
 pub fn all_timeout_keys(key: &Key, lock: &[u8]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
+    let mut bytes = 0usize;
     for (field, count) in count_fields(key).iter() {
         let prefix = names::timeout_prefix(lock, field);
         for n in (1..=count).rev() {
-            if out.len() >= MAX_WALK {
+            let tk = names::timeout_key(&prefix, n);
+            bytes = bytes.saturating_add(tk.len());
+            if out.len() >= MAX_WALK || bytes > MAX_WALK_BYTES {
                 return out;
             }
-            out.push(names::timeout_key(&prefix, n));
+            out.push(tk);
         }
     }
     out
