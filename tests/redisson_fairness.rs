@@ -72,7 +72,9 @@ fn script_client(port: u16, id: usize, stop: Arc<AtomicBool>) -> usize {
             None => {
                 grants += 1;
                 hold();
-                let latch = format!("redisson_unlock_latch:{{{LOCK}}}:{:032x}", grants);
+                // A request id of this client's own, as Redisson's (a random one per unlock):
+                // two clients sharing ids answer each other's unlocks from the latch.
+                let latch = format!("redisson_unlock_latch:{{{LOCK}}}:{id:016x}{grants:016x}");
                 let _: Option<i64> = redis::cmd("EVALSHA")
                     .arg(&unlock)
                     .arg(3)

@@ -493,7 +493,8 @@ fn fairness(port: u16, mode: &str, secs: u64) -> Fairness {
                         None => {
                             grants += 1;
                             std::thread::sleep(Duration::from_millis(1));
-                            let latch = format!("redisson_unlock_latch:{{{lock}}}:{grants:032x}");
+                            // A request id of this client's own (see tests/redisson_fairness.rs).
+                            let latch = format!("redisson_unlock_latch:{{{lock}}}:{i:016x}{grants:016x}");
                             let _: Option<i64> = redis::cmd("EVALSHA")
                                 .arg(sha(UNLOCK))
                                 .arg(3)
