@@ -81,28 +81,44 @@ pub fn push_hold_number(prefix: &mut Vec<u8>, n: i64) {
 
 /// Append `n` in decimal (as `n.to_string()` spells it), without a temporary string.
 fn push_decimal(out: &mut Vec<u8>, n: i64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
+    out.extend_from_slice(decimal(n, &mut [0; 20]));
+}
+
+/// The decimal digits of `n` in `buf` (as `n.to_string()` spells them; no allocation: the walks
+/// name one key per hold).
+pub fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
     let mut v = n.unsigned_abs();
     loop {
         i -= 1;
-        if let Some(d) = digits.get_mut(i) {
+        if let Some(d) = buf.get_mut(i) {
             *d = b'0' + (v % 10) as u8;
         }
         v /= 10;
-        if v == 0 || i == 0 {
+        // 19 digits at most: slot 0 stays free for the sign.
+        if v == 0 || i == 1 {
             break;
         }
     }
     if n < 0 {
-        out.push(b'-');
+        i -= 1;
+        if let Some(d) = buf.get_mut(i) {
+            *d = b'-';
+        }
     }
-    out.extend_from_slice(digits.get(i..).unwrap_or(&[]));
+    buf.get(i..).unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimal_spells_every_i64_as_to_string() {
+        for n in [0, 1, 9, 10, -1, -42, 12_345, i64::MAX, i64::MIN, i64::MIN + 1] {
+            assert_eq!(decimal(n, &mut [0; 20]), n.to_string().as_bytes());
+        }
+    }
 
     #[test]
     fn names_follow_redissons_rule() {

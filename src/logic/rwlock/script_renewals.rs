@@ -84,12 +84,7 @@ pub(super) fn renew(
                         Walk::Bug => call.key(usize::try_from(i).map_err(|_| Quirk::Layout)?),
                     };
                     let Some(prefix) = prefix else { return Err(Quirk::ScriptBug) };
-                    let name = derived(
-                        keys,
-                        p,
-                        lock,
-                        &[prefix, b":", field, b":rwlock_timeout:", digits(i, &mut [0; 20])],
-                    )?;
+                    let name = hold_name(keys, p, lock, prefix, field, i)?;
                     p.step(Cmd::PExpire, [name, Arg::Argv(lease)], lease_named(ms, now)?);
                     i -= 1;
                 }
@@ -148,12 +143,7 @@ pub(super) fn renew_own(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Pla
             walked.take(count, hold_name_len(prefix.len(), field.len()))?;
             let mut i = count;
             while i >= 1 {
-                let name = derived(
-                    keys,
-                    p,
-                    lock,
-                    &[prefix, b":", field, b":rwlock_timeout:", digits(i, &mut [0; 20])],
-                )?;
+                let name = hold_name(keys, p, lock, prefix, field, i)?;
                 let Some(ms) = ms else {
                     p.read(Cmd::PExpire, [name, Arg::Argv(lease)]);
                     return Err(Quirk::LeaseNotInteger);

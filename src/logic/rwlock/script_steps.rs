@@ -172,27 +172,19 @@ pub(super) enum Walk {
     Bug,
 }
 
-/// The decimal digits of `n` in `buf` (no allocation: the walks name one key per hold).
-pub(super) fn digits(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    let mut v = n.unsigned_abs();
-    loop {
-        i -= 1;
-        if let Some(d) = buf.get_mut(i) {
-            *d = b'0' + (v % 10) as u8;
-        }
-        v /= 10;
-        if v == 0 || i == 1 {
-            break;
-        }
-    }
-    if n < 0 {
-        i -= 1;
-        if let Some(d) = buf.get_mut(i) {
-            *d = b'-';
-        }
-    }
-    buf.get(i..).unwrap_or_default()
+pub(super) use crate::logic::rwlock::names::decimal as digits;
+
+/// The derived name of hold `n` of `field`, `<prefix>:<field>:rwlock_timeout:<n>`, once the
+/// module may run it (see [`derived`]).
+pub(super) fn hold_name(
+    keys: &mut impl Keys,
+    p: &mut Plan,
+    lock: u32,
+    prefix: &[u8],
+    field: &[u8],
+    n: i64,
+) -> Result<Arg, Quirk> {
+    derived(keys, p, lock, &[prefix, b":", field, b":rwlock_timeout:", digits(n, &mut [0; 20])])
 }
 
 pub(super) fn slot(i: Option<usize>) -> Result<u32, Quirk> {

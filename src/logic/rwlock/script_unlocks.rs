@@ -156,12 +156,7 @@ pub(super) fn read_unlock(
             };
             let mut n = count;
             while n >= 1 {
-                let name = derived(
-                    keys,
-                    p,
-                    lock,
-                    &[keyprefix_text, b":", field, b":rwlock_timeout:", digits(n, &mut [0; 20])],
-                )?;
+                let name = hold_name(keys, p, lock, keyprefix_text, field, n)?;
                 p.read(Cmd::PTtl, [name]);
                 let text = match name {
                     Arg::Made(i) => p.made_text(i).unwrap_or_default(),
