@@ -52,8 +52,11 @@ fn install_panic_hook() {
 }
 
 /// Every kind with waiters: one row per kind (the waiting core's events serve them all).
-const KINDS: &[wait::Ops] =
-    &[wait::ops::<module::lock::waiting::Lock>(), wait::ops::<module::rwlock::waiting::RwLock>()];
+const KINDS: &[wait::Ops] = &[
+    wait::ops::<module::lock::waiting::Lock>(),
+    wait::ops::<module::rwlock::waiting::RwLock>(),
+    wait::ops::<module::semaphore::waiting::Semaphore>(),
+];
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     if let Some(name) = rm::missing_required() {
@@ -73,7 +76,10 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     if let Err(e) = config::register(ctx, &arg_bytes, hooks) {
         return fail(context, &e);
     }
-    let commands = module::commands::COMMANDS.iter().chain([&module::scripts::native::COMMAND]);
+    let commands = module::commands::COMMANDS
+        .iter()
+        .chain(module::semaphore::commands::COMMANDS.iter())
+        .chain([&module::scripts::native::COMMAND]);
     if let Err(e) = ffi::command_info::register(ctx, &commands.collect::<Vec<_>>()) {
         return fail(context, &e);
     }
@@ -104,6 +110,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
 fn reset_statics() {
     script_filter::reset();
     wait::reset();
+    module::semaphore::leases::reset();
     stats::reset();
     acl::reset();
     // Redis drops a module's event subscriptions when it unloads it.
@@ -114,6 +121,7 @@ fn deinit(ctx: &Context) -> Status {
     if wait::can_unload() {
         // Unregister the filter ourselves (Redis would drop it too), then forget every handle.
         let ctx = rm::Ctx::from_context(ctx);
+        module::semaphore::leases::stop_all(ctx);
         if script_filter::install(ctx, false).is_err() {
             rm::log(ctx, c"warning", "lock module: could not unregister the command filter");
         }

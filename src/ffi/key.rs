@@ -250,6 +250,84 @@ impl Key {
     }
 }
 
+impl Key {
+    /// `ZADD key score member` (creates the zset).
+    pub fn zset_add(&self, score: i64, member: RStr) {
+        rm!(RedisModule_ZsetAdd(self.ptr, score as f64, member.0, null_mut()) else 0);
+    }
+
+    /// `ZREM key member`; whether it was there (the zset goes with its last member).
+    pub fn zset_rem(&self, member: RStr) -> bool {
+        if self.ptr.is_null() {
+            return false;
+        }
+        let mut deleted: c_int = 0;
+        rm!(RedisModule_ZsetRem(self.ptr, member.0, &mut deleted) else 0);
+        deleted != 0
+    }
+
+    /// The score of `member`, if present (scores are whole ms: the fraction is dropped).
+    pub fn zset_score(&self, member: RStr) -> Option<i64> {
+        if self.kind() != KeyKind::SortedSet {
+            return None;
+        }
+        let mut score = 0f64;
+        let ok =
+            rm!(RedisModule_ZsetScore(self.ptr, member.0, &mut score) else raw::REDISMODULE_ERR as c_int);
+        (ok == raw::REDISMODULE_OK as c_int).then(|| score_ms(score))
+    }
+
+    /// Members with a score `<= max`, lowest first, at most `limit` of them: `f(member, score)`
+    /// for each (the zset must not change during the walk).
+    pub fn zset_upto(&self, max: f64, limit: usize, f: &mut dyn FnMut(&[u8], i64)) {
+        if self.kind() != KeyKind::SortedSet || limit == 0 {
+            return;
+        }
+        let ok = rm!(RedisModule_ZsetFirstInScoreRange(self.ptr, f64::NEG_INFINITY, max, 0, 0) else raw::REDISMODULE_ERR as c_int);
+        if ok != raw::REDISMODULE_OK as c_int {
+            return;
+        }
+        let mut seen = 0usize;
+        while seen < limit && rm!(RedisModule_ZsetRangeEndReached(self.ptr) else 1) == 0 {
+            let mut score = 0f64;
+            let ele = rm!(RedisModule_ZsetRangeCurrentElement(self.ptr, &mut score) else null_mut());
+            if ele.is_null() {
+                break;
+            }
+            f(bytes(&RStr(ele)), score_ms(score));
+            rm!(RedisModule_FreeString(self.ctx.0, ele) else ());
+            seen += 1;
+            if rm!(RedisModule_ZsetRangeNext(self.ptr) else 0) == 0 {
+                break;
+            }
+        }
+        rm!(RedisModule_ZsetRangeStop(self.ptr) else ());
+    }
+
+    /// The lowest score, if the zset has members.
+    pub fn zset_lowest(&self) -> Option<i64> {
+        let mut out = None;
+        self.zset_upto(f64::INFINITY, 1, &mut |_, s| out = Some(s));
+        out
+    }
+
+    /// The number of elements of the key's value (HLEN, ZCARD, a string's length), 0 without
+    /// a key.
+    pub fn len(&self) -> usize {
+        self.hash_len()
+    }
+}
+
+/// A zset score as whole ms (clamped; NaN is 0).
+fn score_ms(score: f64) -> i64 {
+    if score.is_nan() {
+        0
+    } else {
+        // `as` saturates at the i64 bounds.
+        score.floor() as i64
+    }
+}
+
 impl Drop for Key {
     fn drop(&mut self) {
         if !self.ptr.is_null() {

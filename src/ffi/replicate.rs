@@ -50,3 +50,10 @@ pub fn replicate_del(ctx: Ctx, key: RStr) {
 pub fn replicate_publish(ctx: Ctx, cmd: &CStr, channel: RStr, msg: RStr) {
     rm!(RedisModule_Replicate(ctx.0, cmd.as_ptr(), c"ss".as_ptr(), channel.0, msg.0) else 0);
 }
+
+/// Replicate `cmd args...` (any length: a ZADD or ZREM of many ids).
+pub fn replicate_argv(ctx: Ctx, cmd: &CStr, args: &[RStr]) {
+    // RStr is a transparent wrapper of the string pointer: the slice is an argv vector.
+    let argv = args.as_ptr().cast_mut().cast::<*mut redis_module::raw::RedisModuleString>();
+    rm!(RedisModule_Replicate(ctx.0, cmd.as_ptr(), c"v".as_ptr(), argv, args.len()) else 0);
+}

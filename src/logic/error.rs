@@ -41,6 +41,27 @@ pub enum Error {
     TimeoutKeyCrossSlot,
     /// The user may not write a read hold's timeout key.
     TimeoutKeyDenied,
+    // ---- the semaphore (logic/semaphore) ----
+    /// A count above what a semaphore may hold (`permits`, `numids`).
+    TooLarge(&'static str),
+    /// `numids` does not match the ids given.
+    SemNumIds,
+    /// An empty permit id.
+    SemEmptyId,
+    /// The same permit id twice in one call.
+    SemRepeatedId,
+    /// An id that already holds a permit of the semaphore.
+    SemIdHeld,
+    /// The semaphore key holds a string that is not a decimal integer.
+    SemNotInteger,
+    /// The permit zset would hash to another slot than the semaphore (cluster).
+    SemZsetCrossSlot,
+    /// The user may not write the permit zset.
+    SemZsetDenied,
+    /// The user may not publish on the semaphore's channel.
+    SemPublishDenied,
+    /// A waiter lost the permissions LOCK.SEMACQUIRE needs while it waited.
+    SemGrantDenied,
     // ---- the fencing token (logic/fence, module/token) ----
     /// The token key holds a string that is not a decimal integer.
     TokenNotInteger,
@@ -113,6 +134,20 @@ impl Error {
                 "CROSSSLOT the read hold's timeout key would be in another hash slot (the lock name has '{' without a hash tag)"
             }
             TimeoutKeyDenied => "NOPERM this user has no permissions to write the read hold's timeout keys",
+            TooLarge(name) => return format!("ERR {name} is too large (at most 2^53-1 permits, 100000 ids)").into(),
+            SemNumIds => "ERR numids must be the number of ids that follow it (then only WAIT timeout-ms may come)",
+            SemEmptyId => "ERR permit id must not be empty",
+            SemRepeatedId => "ERR the same permit id is given twice",
+            SemIdHeld => "ERR a permit id given already holds a permit of this semaphore",
+            SemNotInteger => "ERR semaphore value is not an integer or out of range",
+            SemZsetCrossSlot => {
+                "CROSSSLOT the semaphore's permit zset would be in another hash slot (the name has '{' without a hash tag)"
+            }
+            SemZsetDenied => "NOPERM this user has no permissions to write the semaphore's permit zset",
+            SemPublishDenied => "NOPERM this user has no permissions to publish on the semaphore's channel",
+            SemGrantDenied => {
+                "NOPERM this user lost the permissions LOCK.SEMACQUIRE needs on the semaphore (or its permit zset) while waiting"
+            }
             TokenNotInteger => "ERR the lock's fencing token key does not hold an integer",
             TokenOverflow => "ERR the lock's fencing token cannot grow any further",
             TokenCrossSlot => {
@@ -180,6 +215,16 @@ mod tests {
             Error::UpgradeWouldDeadlock,
             Error::TimeoutKeyCrossSlot,
             Error::TimeoutKeyDenied,
+            Error::TooLarge("permits"),
+            Error::SemNumIds,
+            Error::SemEmptyId,
+            Error::SemRepeatedId,
+            Error::SemIdHeld,
+            Error::SemNotInteger,
+            Error::SemZsetCrossSlot,
+            Error::SemZsetDenied,
+            Error::SemPublishDenied,
+            Error::SemGrantDenied,
             Error::TokenNotInteger,
             Error::TokenOverflow,
             Error::TokenCrossSlot,

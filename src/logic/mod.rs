@@ -20,5 +20,6 @@ pub mod rwlock;
 pub mod script_cmds;
 pub mod script_table;
 pub mod scripts;
+pub mod semaphore;
 pub mod timing;
 pub mod wait;

@@ -25,11 +25,12 @@ pub enum Cmd {
     HDel,
     HLen,
     HKeys,
+    LockSemAcquire,
 }
 
 impl Cmd {
     /// Every command, in declaration order (`ALL[c as usize] == c`).
-    pub const ALL: [Cmd; 19] = [
+    pub const ALL: [Cmd; 20] = [
         Cmd::Eval,
         Cmd::EvalSha,
         Cmd::Exists,
@@ -49,6 +50,7 @@ impl Cmd {
         Cmd::HDel,
         Cmd::HLen,
         Cmd::HKeys,
+        Cmd::LockSemAcquire,
     ];
 
     /// The name of each command of [`Cmd::ALL`], same order.
@@ -87,6 +89,7 @@ impl Cmd {
             Cmd::HDel => b"hdel",
             Cmd::HLen => b"hlen",
             Cmd::HKeys => b"hkeys",
+            Cmd::LockSemAcquire => b"lock.semacquire",
         }
     }
 
@@ -100,6 +103,7 @@ impl Cmd {
                 | Cmd::Set
                 | Cmd::Incr
                 | Cmd::LockAcquire
+                | Cmd::LockSemAcquire
                 | Cmd::HSet
                 | Cmd::HDel
         )

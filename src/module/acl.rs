@@ -329,6 +329,19 @@ pub struct WaiterUser((Vec<u8>, Option<u64>));
 /// May the waiter (its user `who`) still take lock `key` (and write `token` with FENCE)? As the
 /// server would re-check its blocked command: LOCK.ACQUIRE with its key, and the token key.
 pub fn waiter_may_take(who: Option<WaiterUser>, key: &[u8], owner: &[u8], token: Option<&[u8]>) -> bool {
+    let o = OwnedStr::new(owner);
+    waiter_may(who, Cmd::LockAcquire, key, o.ptr(), token)
+}
+
+/// May the waiter (its user `who`) still run `cmd` on `key` (a LOCK.SEMACQUIRE grant), and
+/// write the key the grant derives (the permit zset)?
+pub fn waiter_may_run(who: Option<WaiterUser>, cmd: Cmd, key: &[u8], derived: Option<&[u8]>) -> bool {
+    let zero = OwnedStr::from_i64(0);
+    waiter_may(who, cmd, key, zero.ptr(), derived)
+}
+
+/// The check of [`waiter_may_take`] and [`waiter_may_run`]: `cmd key arg 1 1`, then `derived`.
+fn waiter_may(who: Option<WaiterUser>, cmd: Cmd, key: &[u8], arg: RStr, derived: Option<&[u8]>) -> bool {
     let Some(WaiterUser((user_name, since))) = who else { return true };
     // Unrestricted at block time and no permission change seen since.
     if since.is_some_and(|e| filter_installed() && e == EPOCH.load(Ordering::Relaxed)) {
@@ -336,11 +349,12 @@ pub fn waiter_may_take(who: Option<WaiterUser>, key: &[u8], owner: &[u8], token:
     }
     let user_name = OwnedStr::new(&user_name);
     let user = User::from_name(user_name);
-    let (k, o) = (OwnedStr::new(key), OwnedStr::new(owner));
-    let lease = OwnedStr::from_i64(1);
-    let argv = [name(Cmd::LockAcquire), k.ptr(), o.ptr(), lease.ptr()];
-    let ok = user.may_run(&argv)
-        && token.is_none_or(|t| {
+    let k = OwnedStr::new(key);
+    let one = OwnedStr::from_i64(1);
+    let argv = [name(cmd), k.ptr(), arg, one.ptr(), one.ptr()];
+    let argv = if cmd == Cmd::LockAcquire { argv.get(..4).unwrap_or(&argv) } else { &argv[..] };
+    let ok = user.may_run(argv)
+        && derived.is_none_or(|t| {
             let t = OwnedStr::new(t);
             user.may_write(t.ptr())
         });

@@ -4,7 +4,8 @@
 //!   `writes` (write refusals), `wait` (blocked clients, grants, timers, events), `scripts`
 //!   (the command filter of `lock.redisson-scripts native`)
 //! - `commands`: the LOCK.* entry points, dispatching to a kind
-//! - one folder per kind (`lock`: the reentrant lock, `rwlock`: the read-write lock)
+//! - one folder per kind (`lock`: the reentrant lock, `rwlock`: the read-write lock,
+//!   `semaphore`: the semaphore with leased permits)
 
 pub mod acl;
 pub mod cluster;
@@ -13,6 +14,7 @@ pub mod effects;
 pub mod lock;
 pub mod rwlock;
 pub mod scripts;
+pub mod semaphore;
 pub mod token;
 pub mod wait;
 pub mod writes;

@@ -26,6 +26,9 @@ impl Counter {
     pub fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
@@ -73,6 +76,36 @@ impl KindStats {
 pub static LOCK: KindStats = KindStats::new();
 /// The read-write lock's (INFO: `rwlock_*`).
 pub static RWLOCK: KindStats = KindStats::new();
+
+/// The semaphore's (INFO: `semaphore_*`).
+pub static SEMAPHORE: KindStats = KindStats::new();
+
+pub static SEM_ACQUIRES: Counter = Counter::new();
+pub static SEM_ACQUIRES_CONTENDED: Counter = Counter::new();
+pub static SEM_PERMITS_TAKEN: Counter = Counter::new();
+pub static SEM_RELEASES: Counter = Counter::new();
+pub static SEM_RELEASES_MISSED: Counter = Counter::new();
+pub static SEM_PERMITS_RELEASED: Counter = Counter::new();
+pub static SEM_RENEWALS: Counter = Counter::new();
+pub static SEM_RENEWALS_MISSED: Counter = Counter::new();
+pub static SEM_SETS: Counter = Counter::new();
+pub static SEM_SETS_NOT_SET: Counter = Counter::new();
+/// Permits whose lease ended, returned by the module (a timer, or a command that found them).
+pub static SEM_EXPIRED_RETURNED: Counter = Counter::new();
+
+const SEM_FIELDS: [(&CStr, &Counter); 11] = [
+    (c"semaphore_acquires", &SEM_ACQUIRES),
+    (c"semaphore_acquires_contended", &SEM_ACQUIRES_CONTENDED),
+    (c"semaphore_permits_taken", &SEM_PERMITS_TAKEN),
+    (c"semaphore_releases", &SEM_RELEASES),
+    (c"semaphore_releases_missed", &SEM_RELEASES_MISSED),
+    (c"semaphore_permits_released", &SEM_PERMITS_RELEASED),
+    (c"semaphore_renewals", &SEM_RENEWALS),
+    (c"semaphore_renewals_missed", &SEM_RENEWALS_MISSED),
+    (c"semaphore_sets", &SEM_SETS),
+    (c"semaphore_sets_not_set", &SEM_SETS_NOT_SET),
+    (c"semaphore_expired_returned", &SEM_EXPIRED_RETURNED),
+];
 
 pub static RW_ACQUIRES_READ: Counter = Counter::new();
 pub static RW_ACQUIRES_WRITE: Counter = Counter::new();
@@ -174,10 +207,10 @@ const FIELDS: [(&CStr, &Counter); 30] = [
 
 /// Zero every counter (module load and unload: a reloaded module starts afresh).
 pub fn reset() {
-    for (_, c) in FIELDS.iter().chain(RW_FIELDS.iter()) {
+    for (_, c) in FIELDS.iter().chain(RW_FIELDS.iter()).chain(SEM_FIELDS.iter()) {
         c.reset();
     }
-    for k in [&LOCK, &RWLOCK] {
+    for k in [&LOCK, &RWLOCK, &SEMAPHORE] {
         for (_, c) in k.fields() {
             c.reset();
         }
@@ -226,6 +259,15 @@ fn write_info(info: &mut Info) {
             info.field(&name, c.get());
         }
     }
+    for (name, c) in SEM_FIELDS {
+        info.field(name, c.get());
+    }
+    for (name, c) in SEMAPHORE.fields() {
+        if let Ok(name) = std::ffi::CString::new(format!("semaphore_{name}")) {
+            info.field(&name, c.get());
+        }
+    }
+    info.field(c"semaphore_lease_timers", crate::module::semaphore::leases::timers_armed() as u64);
     let [waiters, keys, turns] = [&WAITERS, &KEYS, &TURNS].map(|g| g.load(Ordering::Relaxed));
     info.field(c"waiters", waiters as u64);
     info.field(c"keys_with_waiters", keys as u64);

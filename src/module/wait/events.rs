@@ -110,6 +110,8 @@ pub fn can_unload() -> bool {
 
 /// Keyspace events: anything that touches a key with waiters gets it re-examined.
 fn key_event(ctx: Ctx, key: RStr) {
+    // A permit zset written by someone else: its lease timer (any semaphore, waiters or not).
+    crate::module::semaphore::leases::key_event(ctx, rm::bytes(&key));
     if WAITERS.load(Ordering::Relaxed) == 0 {
         return;
     }

@@ -127,3 +127,19 @@ pub fn waiting_split<K: Kind>(db: i32, key: &[u8], pred: impl Fn(&Req<K>) -> boo
         out
     })
 }
+
+/// The sum of `f` over the requests of the clients of kind `K` waiting on `key` in `db`.
+pub fn waiting_sum<K: Kind>(db: i32, key: &[u8], f: impl Fn(&Req<K>) -> i64) -> i64 {
+    let table = K::table();
+    if table.clients() == 0 {
+        return 0;
+    }
+    table.with(|s| {
+        let kid = (db, key.to_vec());
+        s.q.ids_of(&kid)
+            .into_iter()
+            .filter_map(|id| s.q.get(id))
+            .filter(|w| !w.is_turn())
+            .fold(0i64, |acc, w| acc.saturating_add(f(&w.req)))
+    })
+}

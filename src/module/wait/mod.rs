@@ -24,6 +24,6 @@ pub mod table;
 
 pub use events::{can_unload, init, on_flush, on_role_change, on_swapdb, ops, reset, Ops};
 pub use grants::{grant_head, queue_turn, turn, Turn};
-pub use join::{block, has_waiters, waiting_on, waiting_split};
+pub use join::{block, has_waiters, waiting_on, waiting_split, waiting_sum};
 pub use kind::{Grant, Kind, Look};
 pub use table::{admit, Table};

@@ -1,0 +1,12 @@
+//! The semaphore with leased permits: the LOCK.SEM* commands, its place in the waiting core,
+//! and the timers that return permits whose lease ended.
+//!
+//! - `store`: the two keys (the count `K`, the permit zset), read and written with their effects
+//! - `commands`: LOCK.SEMSET / SEMACQUIRE / SEMRELEASE / SEMRENEW / SEMINFO and their rows
+//! - `waiting`: the kind in the waiting core (FIFO, all-or-none grants of several permits)
+//! - `leases`: a timer per semaphore at its earliest lease end, waiters or not
+
+pub mod commands;
+pub mod leases;
+pub mod store;
+pub mod waiting;

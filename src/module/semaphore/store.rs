@@ -1,0 +1,212 @@
+//! A semaphore's keys: the string `K` (available permits) and the zset `{K}:timeout` (held
+//! permit ids and their lease ends). Reads, and writes with their effects: replicated as plain
+//! INCRBY / DECRBY / ZADD / ZREM / PEXPIREAT / PUBLISH (a module-less replica or an AOF reload
+//! ends with the same keys), with the keyspace events those commands fire.
+//!
+//! The zset is opened for each operation and closed right after: a zset emptied through one
+//! handle is deleted, and a second handle open on it would point at freed memory.
+
+use crate::ffi::key::{Key, KeyKind};
+use crate::ffi::replicate::replicate_argv;
+use crate::ffi::replication;
+use crate::ffi::rm::{self, Ctx, OwnedStr, RStr, NOTIFY_GENERIC, NOTIFY_STRING, NOTIFY_ZSET};
+use crate::logic::error::Error;
+use crate::logic::semaphore::{names, state};
+use crate::module::{acl, cluster, effects};
+use crate::registry::stats;
+
+/// Most expired permits one command or timer returns (the rest on the next pass, a timer 1 ms
+/// later): a zset of a million expired ids is not walked in one event-loop iteration.
+pub const RETURN_BATCH: usize = 10_000;
+
+/// A semaphore: its count key, open for writing (or reading: SEMINFO), and its zset's name.
+/// The key is borrowed: whoever opened it (a command, the waiting core) passes the same handle
+/// to the grants it makes, as two handles on one key would not see each other's writes.
+pub struct Sem<'a> {
+    pub key: &'a Key,
+    pub name: RStr,
+    pub zname: OwnedStr,
+}
+
+/// The zset's name, checked as if the client had named it: in the semaphore's slot (cluster)
+/// and, inside a command (`ctx`), writable (or readable: `write` false) by the calling user.
+pub fn zset_name(ctx: Option<Ctx>, lock: &[u8], write: bool) -> Result<Vec<u8>, Error> {
+    let z = names::zset(lock);
+    if cluster::enabled() && cluster::key_slot(&z) != cluster::key_slot(lock) {
+        return Err(Error::SemZsetCrossSlot);
+    }
+    if let Some(ctx) = ctx {
+        let ok = if write { acl::may_write(ctx, &z) } else { acl::may_read(ctx, &z) };
+        if !ok {
+            return Err(Error::SemZsetDenied);
+        }
+    }
+    Ok(z)
+}
+
+/// The calling user may publish on the semaphore's channel (checked before a write that
+/// publishes).
+pub fn may_publish(ctx: Ctx, lock: &[u8]) -> Result<(), Error> {
+    acl::may_publish_on(ctx, &names::channel(lock)).map_err(|_| Error::SemPublishDenied)
+}
+
+/// Semaphore `name` with its count key `key` open: WRONGTYPE unless `K` is a string (or
+/// absent) and the zset a zset (or absent). `zname` from [`zset_name`].
+pub fn open<'a>(ctx: Ctx, key: &'a Key, name: RStr, zname: &[u8]) -> Result<Sem<'a>, Error> {
+    if !matches!(key.kind(), KeyKind::Empty | KeyKind::String) {
+        return Err(Error::WrongType);
+    }
+    let sem = Sem { key, name, zname: OwnedStr::new(zname) };
+    if !matches!(sem.zset_kind(ctx), KeyKind::Empty | KeyKind::SortedSet) {
+        return Err(Error::WrongType);
+    }
+    Ok(sem)
+}
+
+impl Sem<'_> {
+    fn zset(&self, ctx: Ctx) -> Key {
+        Key::write(ctx, self.zname.ptr())
+    }
+
+    fn zset_kind(&self, ctx: Ctx) -> KeyKind {
+        Key::read(ctx, self.zname.ptr()).kind()
+    }
+
+    /// The available permits (0 without the key).
+    pub fn available(&self) -> Result<i64, Error> {
+        match self.key.kind() {
+            KeyKind::String => self.key.string_get(|b| state::available(Some(b))).unwrap_or(Ok(0)),
+            _ => Ok(0),
+        }
+    }
+
+    /// Held permits (expired ones not yet returned included).
+    pub fn held(&self, ctx: Ctx) -> usize {
+        let z = Key::read(ctx, self.zname.ptr());
+        if z.kind() == KeyKind::SortedSet {
+            z.len()
+        } else {
+            0
+        }
+    }
+
+    /// The lease end of `id`'s permit, if it holds one.
+    pub fn score(&self, ctx: Ctx, id: RStr) -> Option<i64> {
+        Key::read(ctx, self.zname.ptr()).zset_score(id)
+    }
+
+    /// The earliest lease end of a held permit.
+    pub fn earliest(&self, ctx: Ctx) -> Option<i64> {
+        Key::read(ctx, self.zname.ptr()).zset_lowest()
+    }
+
+    /// Up to `limit` held permits, earliest lease end first, whose lease ends at or before `upto`.
+    pub fn upto(&self, ctx: Ctx, upto: i64, limit: usize) -> Vec<(Vec<u8>, i64)> {
+        let mut out = Vec::new();
+        Key::read(ctx, self.zname.ptr())
+            .zset_upto(upto as f64, limit, &mut |id, s| out.push((id.to_vec(), s)));
+        out
+    }
+
+    /// Ids of permits whose lease ended by `now` (at most [`RETURN_BATCH`]).
+    pub fn expired(&self, ctx: Ctx, now: i64) -> Vec<Vec<u8>> {
+        self.upto(ctx, now, RETURN_BATCH).into_iter().map(|(id, _)| id).collect()
+    }
+
+    /// Add `delta` (not 0) to the count, which becomes `new`, keeping its TTL: INCRBY or DECRBY.
+    pub fn add(&self, ctx: Ctx, delta: i64, new: i64) {
+        let deadline = self.key.deadline();
+        let v = OwnedStr::from_i64(new);
+        self.key.string_set(v.ptr());
+        if let Some(d) = deadline {
+            self.key.set_deadline(d, rm::millis());
+        }
+        let by = OwnedStr::from_i64(delta.saturating_abs());
+        let (cmd, event) = if delta >= 0 { (c"INCRBY", c"incrby") } else { (c"DECRBY", c"decrby") };
+        replicate_argv(ctx, cmd, &[self.name, by.ptr()]);
+        rm::notify(ctx, NOTIFY_STRING, event, self.name);
+        rm::signal_modified(ctx, self.name);
+    }
+
+    /// Give each id a permit until `score` (ZADD, one call for all), and the zset the count's
+    /// TTL when it has one (Redisson's rule).
+    pub fn hold(&self, ctx: Ctx, ids: &[RStr], score: i64) {
+        if ids.is_empty() {
+            return;
+        }
+        let z = self.zset(ctx);
+        for id in ids {
+            z.zset_add(score, *id);
+        }
+        let s = OwnedStr::from_i64(score);
+        let mut argv = Vec::with_capacity(1 + 2 * ids.len());
+        argv.push(self.zname.ptr());
+        for id in ids {
+            argv.push(s.ptr());
+            argv.push(*id);
+        }
+        replicate_argv(ctx, c"ZADD", &argv);
+        rm::notify(ctx, NOTIFY_ZSET, c"zadd", self.zname.ptr());
+        if let Some(d) = self.key.deadline() {
+            let now = rm::millis();
+            z.set_deadline(d, now);
+            replication::pexpireat(ctx, self.zname.ptr(), d, None);
+            rm::notify(ctx, NOTIFY_GENERIC, c"expire", self.zname.ptr());
+        }
+        drop(z);
+        rm::signal_modified(ctx, self.zname.ptr());
+    }
+
+    /// Take the permits of `ids` out of the zset (ZREM, one call); how many were there.
+    pub fn drop_ids(&self, ctx: Ctx, ids: &[RStr]) -> usize {
+        let z = self.zset(ctx);
+        let gone: Vec<RStr> = ids.iter().copied().filter(|id| z.zset_rem(*id)).collect();
+        let emptied = z.kind() == KeyKind::Empty;
+        drop(z);
+        if gone.is_empty() {
+            return 0;
+        }
+        let mut argv = Vec::with_capacity(1 + gone.len());
+        argv.push(self.zname.ptr());
+        argv.extend_from_slice(&gone);
+        replicate_argv(ctx, c"ZREM", &argv);
+        rm::notify(ctx, NOTIFY_ZSET, c"zrem", self.zname.ptr());
+        if emptied {
+            rm::notify(ctx, NOTIFY_GENERIC, c"del", self.zname.ptr());
+        }
+        rm::signal_modified(ctx, self.zname.ptr());
+        gone.len()
+    }
+
+    /// Return the permits of `ids` (those still in the zset) to the count; how many returned.
+    pub fn give_back(&self, ctx: Ctx, ids: &[RStr]) -> Result<i64, Error> {
+        let available = self.available()?;
+        let n = i64::try_from(self.drop_ids(ctx, ids)).unwrap_or(i64::MAX);
+        if n > 0 {
+            self.add(ctx, n, state::after_return(available, n));
+        }
+        Ok(n)
+    }
+
+    /// Return every permit whose lease ended by `now` (at most [`RETURN_BATCH`]); how many.
+    pub fn return_expired(&self, ctx: Ctx, now: i64) -> Result<i64, Error> {
+        let ids = self.expired(ctx, now);
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let owned: Vec<OwnedStr> = ids.iter().map(|id| OwnedStr::new(id)).collect();
+        let ptrs: Vec<RStr> = owned.iter().map(OwnedStr::ptr).collect();
+        let n = self.give_back(ctx, &ptrs)?;
+        for _ in 0..n {
+            stats::SEM_EXPIRED_RETURNED.inc();
+        }
+        Ok(n)
+    }
+
+    /// Publish the available count on the semaphore's channel.
+    pub fn publish(&self, ctx: Ctx) {
+        let n = self.available().unwrap_or(0);
+        let msg = OwnedStr::from_i64(n);
+        effects::publish_message(ctx, &names::channel(rm::bytes(&self.name)), msg.ptr());
+    }
+}
