@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 /// Gauges of the waiter tables, the sums over every kind: each kind's table adds its changes
 /// (`module/wait/table.rs`); INFO reads them, the waiting core's fast paths read `WAITERS`.
 pub static WAITERS: AtomicUsize = AtomicUsize::new(0);
+/// Semaphores with a lease timer armed (`module/semaphore/leases.rs` keeps it).
+pub static SEM_LEASE_TIMERS: AtomicUsize = AtomicUsize::new(0);
 /// Keys with waiters.
 pub static KEYS: AtomicUsize = AtomicUsize::new(0);
 /// Queued script-owner turns.
@@ -267,7 +269,7 @@ fn write_info(info: &mut Info) {
             info.field(&name, c.get());
         }
     }
-    info.field(c"semaphore_lease_timers", crate::module::semaphore::leases::timers_armed() as u64);
+    info.field(c"semaphore_lease_timers", SEM_LEASE_TIMERS.load(Ordering::Relaxed) as u64);
     let [waiters, keys, turns] = [&WAITERS, &KEYS, &TURNS].map(|g| g.load(Ordering::Relaxed));
     info.field(c"waiters", waiters as u64);
     info.field(c"keys_with_waiters", keys as u64);

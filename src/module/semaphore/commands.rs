@@ -37,7 +37,7 @@ fn after_return(ctx: Ctx, sem: &Sem<'_>, now: i64, handoff: bool) {
 
 /// Keep the lease timer at the semaphore's earliest lease end.
 fn watch(ctx: Ctx, sem: &Sem<'_>, now: i64) {
-    leases::watch(ctx, rm::bytes(&sem.name), sem.earliest(ctx), now);
+    leases::watch::<Semaphore>(ctx, rm::bytes(&sem.name), sem.earliest(ctx), now);
 }
 
 fn semset(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
@@ -113,7 +113,7 @@ fn semacquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
         sem.hold(ctx, ids, score);
         stats::SEM_ACQUIRES.inc();
         stats::SEM_PERMITS_TAKEN.add(u64::try_from(n).unwrap_or(0));
-        leases::watch(ctx, lock, Some(score), now);
+        leases::watch::<Semaphore>(ctx, lock, Some(score), now);
         rm::reply_null(ctx);
         return Ok(());
     }

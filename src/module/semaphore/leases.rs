@@ -7,6 +7,9 @@
 //! for permits Redisson clients take in Lua, from keyspace events on `...:timeout` keys (a
 //! look at the zset from a 0 ms timer, never inside the event). Writes from a timer follow the
 //! grants' rules: only on a master, put off while the server refuses writes.
+//!
+//! Generic over the kind whose waiters a return serves (the semaphore), so this file does not
+//! name it.
 
 use crate::ffi::key::{Key, KeyKind};
 use crate::ffi::rm::{self, Ctx, OwnedStr};
@@ -15,8 +18,8 @@ use crate::logic::semaphore::names::{self, NO_LEASE};
 use crate::logic::timing;
 use crate::logic::wait::queue::KeyId;
 use crate::module::semaphore::store;
-use crate::module::semaphore::waiting::Semaphore;
 use crate::module::wait::callbacks::quietly;
+use crate::module::wait::Kind;
 use crate::module::{wait, writes};
 use crate::registry::stats;
 use std::collections::{HashMap, HashSet};
@@ -38,8 +41,15 @@ static IN_USE: AtomicBool = AtomicBool::new(false);
 /// How long a return put off by a write refusal waits before it is tried again.
 const RETRY_MS: i64 = 50;
 
-fn armed() -> std::sync::MutexGuard<'static, HashMap<KeyId, (TimerId, i64)>> {
-    ARMED.lock().unwrap_or_else(PoisonError::into_inner)
+/// Run `f` on the armed timers; the INFO gauge follows.
+fn with_armed<R>(f: impl FnOnce(&mut HashMap<KeyId, (TimerId, i64)>) -> R) -> R {
+    let mut a = ARMED.lock().unwrap_or_else(PoisonError::into_inner);
+    let r = f(&mut a);
+    stats::SEM_LEASE_TIMERS.store(a.len(), Ordering::Relaxed);
+    if a.is_empty() && a.capacity() > 64 {
+        a.shrink_to_fit();
+    }
+    r
 }
 
 /// A semaphore command ran: watch the keyspace for Redisson's permits from now on.
@@ -55,51 +65,50 @@ fn now_us() -> Option<i64> {
 
 /// Semaphore `lock` (in the context's db) has a permit whose lease ends at `earliest`: make
 /// sure its timer fires by then.
-pub fn watch(ctx: Ctx, lock: &[u8], earliest: Option<i64>, now: i64) {
+pub fn watch<K: Kind>(ctx: Ctx, lock: &[u8], earliest: Option<i64>, now: i64) {
     let Some(at) = earliest.filter(|&s| s < NO_LEASE) else { return };
     let kid: KeyId = (rm::selected_db(ctx), lock.to_vec());
-    if armed().get(&kid).is_some_and(|&(_, a)| a <= at) {
+    if with_armed(|a| a.get(&kid).is_some_and(|&(_, x)| x <= at)) {
         return;
     }
-    arm(ctx, kid, at, now);
+    arm::<K>(ctx, kid, at, now);
 }
 
-fn arm(ctx: Ctx, kid: KeyId, at: i64, now: i64) {
+fn arm<K: Kind>(ctx: Ctx, kid: KeyId, at: i64, now: i64) {
     let now_us = now_us().unwrap_or_else(|| now.saturating_mul(1000));
     // A permit with score `at` is expired from `at` on (Redisson's `<= now`).
     let period = timing::period_us(at, now_us);
-    arm_in(ctx, kid, at, period);
+    arm_in::<K>(ctx, kid, at, period);
 }
 
-fn arm_in(ctx: Ctx, kid: KeyId, at: i64, period: i64) {
+fn arm_in<K: Kind>(ctx: Ctx, kid: KeyId, at: i64, period: i64) {
     let k = kid.clone();
-    let t = timers::after(ctx, period, move |ctx| on_timer(ctx, k, at));
-    if let Some((old, _)) = armed().insert(kid, (t, at)) {
+    let t = timers::after(ctx, period, move |ctx| on_timer::<K>(ctx, k, at));
+    if let Some((old, _)) = with_armed(|a| a.insert(kid, (t, at))) {
         timers::stop(ctx, old);
     }
 }
 
-fn on_timer(ctx: Ctx, kid: KeyId, at: i64) {
+fn on_timer<K: Kind>(ctx: Ctx, kid: KeyId, at: i64) {
     quietly(ctx, "permit lease timer", || {
-        {
-            let mut a = armed();
-            // This timer fired: forget it (a newer one for the key would have stopped it).
+        // This timer fired: forget it (a newer one for the key would have stopped it).
+        with_armed(|a| {
             if a.get(&kid).is_some_and(|&(_, x)| x == at) {
                 a.remove(&kid);
             }
-        }
+        });
         let now = rm::millis();
         if let timing::Fired::Rearm(p) = timing::on_fire(at, now) {
-            arm_in(ctx, kid, at, p);
+            arm_in::<K>(ctx, kid, at, p);
             return;
         }
-        check(ctx, &kid, now);
+        check::<K>(ctx, &kid, now);
     });
 }
 
 /// Return the expired permits of semaphore `kid`, grant its waiters, publish; arm the timer at
 /// its next lease end.
-fn check(ctx: Ctx, kid: &KeyId, now: i64) {
+fn check<K: Kind>(ctx: Ctx, kid: &KeyId, now: i64) {
     if !rm::flag(ctx, rm::CTX_MASTER) {
         return; // a replica: the master's returns reach it
     }
@@ -107,7 +116,7 @@ fn check(ctx: Ctx, kid: &KeyId, now: i64) {
     let name = OwnedStr::new(&kid.1);
     if writes::refused_or_oom(ctx, name.ptr()).is_some() {
         stats::GRANTS_DEFERRED.inc();
-        arm_in(ctx, kid.clone(), now, RETRY_MS);
+        arm_in::<K>(ctx, kid.clone(), now, RETRY_MS);
         return;
     }
     let Ok(zname) = store::zset_name(None, &kid.1, true) else { return };
@@ -118,7 +127,7 @@ fn check(ctx: Ctx, kid: &KeyId, now: i64) {
     }
     let Ok(n) = sem.return_expired(ctx, now) else { return };
     if n > 0 {
-        wait::grant_head::<Semaphore>(ctx, &key, name.ptr(), now, false);
+        wait::grant_head::<K>(ctx, &key, name.ptr(), now, false);
         sem.publish(ctx);
     }
     let next = if n >= i64::try_from(store::RETURN_BATCH).unwrap_or(i64::MAX) {
@@ -129,14 +138,14 @@ fn check(ctx: Ctx, kid: &KeyId, now: i64) {
     drop(sem);
     drop(key);
     match next {
-        Some(at) if at <= now => arm_in(ctx, kid.clone(), at, 1),
-        next => watch(ctx, &kid.1, next, now),
+        Some(at) if at <= now => arm_in::<K>(ctx, kid.clone(), at, 1),
+        next => watch::<K>(ctx, &kid.1, next, now),
     }
 }
 
 /// A keyspace event on `key`: if it may be a semaphore's zset (`...:timeout`), look at it from
 /// the next 0 ms timer (a Redisson client took or renewed a permit in Lua).
-pub fn key_event(ctx: Ctx, key: &[u8]) {
+pub fn key_event<K: Kind>(ctx: Ctx, key: &[u8]) {
     if !IN_USE.load(Ordering::Relaxed) || !key.ends_with(b":timeout") {
         return;
     }
@@ -145,12 +154,12 @@ pub fn key_event(ctx: Ctx, key: &[u8]) {
         SEEN.lock().unwrap_or_else(PoisonError::into_inner).insert((db, key.to_vec()));
         let mut t = SEEN_TIMER.lock().unwrap_or_else(PoisonError::into_inner);
         if t.is_none() {
-            *t = Some(timers::after(ctx, 0, on_seen));
+            *t = Some(timers::after(ctx, 0, on_seen::<K>));
         }
     });
 }
 
-fn on_seen(ctx: Ctx) {
+fn on_seen<K: Kind>(ctx: Ctx) {
     quietly(ctx, "permit zset check", || {
         *SEEN_TIMER.lock().unwrap_or_else(PoisonError::into_inner) = None;
         let seen: Vec<KeyId> = SEEN.lock().unwrap_or_else(PoisonError::into_inner).drain().collect();
@@ -167,7 +176,7 @@ fn on_seen(ctx: Ctx) {
                 .find(|l| kind(l) == KeyKind::String)
                 .or_else(|| owners.iter().find(|l| kind(l) == KeyKind::Empty));
             if let Some(lock) = pick {
-                watch(ctx, lock, Some(earliest), now);
+                watch::<K>(ctx, lock, Some(earliest), now);
             }
         }
     });
@@ -175,7 +184,7 @@ fn on_seen(ctx: Ctx) {
 
 /// Module unload: stop every timer (their code goes with the library).
 pub fn stop_all(ctx: Ctx) {
-    let all: Vec<(TimerId, i64)> = armed().drain().map(|(_, v)| v).collect();
+    let all: Vec<(TimerId, i64)> = with_armed(|a| a.drain().map(|(_, v)| v).collect());
     for (t, _) in all {
         timers::stop(ctx, t);
     }
@@ -186,13 +195,8 @@ pub fn stop_all(ctx: Ctx) {
 
 /// Module load and unload: forget everything.
 pub fn reset() {
-    armed().clear();
+    with_armed(HashMap::clear);
     SEEN.lock().unwrap_or_else(PoisonError::into_inner).clear();
     *SEEN_TIMER.lock().unwrap_or_else(PoisonError::into_inner) = None;
     IN_USE.store(false, Ordering::Relaxed);
-}
-
-/// Semaphores with a lease timer armed (INFO).
-pub fn timers_armed() -> usize {
-    armed().len()
 }

@@ -72,7 +72,7 @@ impl Kind for Semaphore {
         sem.hold(ctx, &ptrs, score);
         stats::SEM_ACQUIRES.inc();
         stats::SEM_PERMITS_TAKEN.add(u64::try_from(n).unwrap_or(0));
-        leases::watch(ctx, g.lock, Some(score), g.now);
+        leases::watch::<Self>(ctx, g.lock, Some(score), g.now);
         Ok(())
     }
 
@@ -83,5 +83,11 @@ impl Kind for Semaphore {
     fn reply_not_granted(ctx: Ctx, argv: &[RStr], _req: Option<&Request>) {
         let reply = argv.get(1).map_or(-1, |name| busy(ctx, *name, rm::millis()));
         rm::reply_int(ctx, reply);
+    }
+
+    /// A permit zset written by someone else (a Redisson client in Lua): its lease timer,
+    /// waiters or not.
+    fn key_written(ctx: Ctx, key: &[u8]) {
+        leases::key_event::<Self>(ctx, key);
     }
 }

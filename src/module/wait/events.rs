@@ -28,6 +28,8 @@ pub struct Ops {
     fail_everyone: fn(Ctx, Error),
     /// Module load and unload: forget everything.
     reset: fn(),
+    /// Any key was written ([`Kind::key_written`]).
+    key_written: fn(Ctx, &[u8]),
 }
 
 /// The row of kind `K`.
@@ -37,6 +39,7 @@ pub const fn ops<K: Kind>() -> Ops {
         all_touched: all_touched::<K>,
         fail_everyone: fail_everyone::<K>,
         reset: reset_kind::<K>,
+        key_written: K::key_written,
     }
 }
 
@@ -110,8 +113,9 @@ pub fn can_unload() -> bool {
 
 /// Keyspace events: anything that touches a key with waiters gets it re-examined.
 fn key_event(ctx: Ctx, key: RStr) {
-    // A permit zset written by someone else: its lease timer (any semaphore, waiters or not).
-    crate::module::semaphore::leases::key_event(ctx, rm::bytes(&key));
+    for k in kinds() {
+        (k.key_written)(ctx, rm::bytes(&key));
+    }
     if WAITERS.load(Ordering::Relaxed) == 0 {
         return;
     }

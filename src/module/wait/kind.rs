@@ -60,4 +60,8 @@ pub trait Kind: Sized + 'static {
     /// The reply of a wait that ended without a grant (timed out: its request; CLIENT UNBLOCK
     /// of a waiter already gone: `None`). `argv` is the blocked command's.
     fn reply_not_granted(ctx: Ctx, argv: &[RStr], req: Option<&Req<Self>>);
+    /// Any key was written (a keyspace event, whether or not anyone waits; only while the
+    /// keyspace is watched): a kind that tracks keys other than its waiters' looks here.
+    /// Must not write (schedule a timer instead).
+    fn key_written(_ctx: Ctx, _key: &[u8]) {}
 }
