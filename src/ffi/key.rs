@@ -268,22 +268,33 @@ impl Key {
 
     /// The score of `member`, if present (scores are whole ms: the fraction is dropped).
     pub fn zset_score(&self, member: RStr) -> Option<i64> {
+        self.zset_score_exact(member).map(score_ms)
+    }
+
+    /// The exact score of `member`, if present.
+    pub fn zset_score_exact(&self, member: RStr) -> Option<f64> {
         if self.kind() != KeyKind::SortedSet {
             return None;
         }
         let mut score = 0f64;
         let ok =
             rm!(RedisModule_ZsetScore(self.ptr, member.0, &mut score) else raw::REDISMODULE_ERR as c_int);
-        (ok == raw::REDISMODULE_OK as c_int).then(|| score_ms(score))
+        (ok == raw::REDISMODULE_OK as c_int).then_some(score)
     }
 
     /// Members with a score `<= max`, lowest first, at most `limit` of them: `f(member, score)`
     /// for each (the zset must not change during the walk).
     pub fn zset_upto(&self, max: f64, limit: usize, f: &mut dyn FnMut(&[u8], i64)) {
+        self.zset_range(f64::NEG_INFINITY, max, limit, &mut |m, s| f(m, score_ms(s)));
+    }
+
+    /// Members with `min <= score <= max`, lowest first, at most `limit` of them, with their
+    /// exact scores.
+    pub fn zset_range(&self, min: f64, max: f64, limit: usize, f: &mut dyn FnMut(&[u8], f64)) {
         if self.kind() != KeyKind::SortedSet || limit == 0 {
             return;
         }
-        let ok = rm!(RedisModule_ZsetFirstInScoreRange(self.ptr, f64::NEG_INFINITY, max, 0, 0) else raw::REDISMODULE_ERR as c_int);
+        let ok = rm!(RedisModule_ZsetFirstInScoreRange(self.ptr, min, max, 0, 0) else raw::REDISMODULE_ERR as c_int);
         if ok != raw::REDISMODULE_OK as c_int {
             return;
         }
@@ -294,7 +305,7 @@ impl Key {
             if ele.is_null() {
                 break;
             }
-            f(bytes(&RStr(ele)), score_ms(score));
+            f(bytes(&RStr(ele)), score);
             rm!(RedisModule_FreeString(self.ctx.0, ele) else ());
             seen += 1;
             if rm!(RedisModule_ZsetRangeNext(self.ptr) else 0) == 0 {

@@ -6,12 +6,13 @@ use crate::logic::lock::scripts as lock;
 use crate::logic::rwlock::scripts as rwlock;
 use crate::logic::script_table::Table;
 use crate::logic::scripts::{Layout, Object, Op, OpDef, OpId, Row};
+use crate::logic::semaphore::scripts as semaphore;
 
 /// Each kind's operations, in INFO order.
-const OP_LISTS: [&[OpDef]; 2] = [&lock::OPS, &rwlock::OPS];
+const OP_LISTS: [&[OpDef]; 3] = [&lock::OPS, &rwlock::OPS, &semaphore::OPS];
 
 /// Each kind's built-in rows.
-const ROW_LISTS: [&[Row]; 2] = [&lock::ROWS, &rwlock::ROWS];
+const ROW_LISTS: [&[Row]; 3] = [&lock::ROWS, &rwlock::ROWS, &semaphore::ROWS];
 
 /// How many operations there are, over every kind.
 pub const N_OPS: usize = {

@@ -26,11 +26,19 @@ pub enum Cmd {
     HLen,
     HKeys,
     LockSemAcquire,
+    ZRangeByScore,
+    ZRem,
+    IncrBy,
+    DecrBy,
+    ZAdd,
+    ZRange,
+    ZScore,
+    ZCount,
 }
 
 impl Cmd {
     /// Every command, in declaration order (`ALL[c as usize] == c`).
-    pub const ALL: [Cmd; 20] = [
+    pub const ALL: [Cmd; 28] = [
         Cmd::Eval,
         Cmd::EvalSha,
         Cmd::Exists,
@@ -51,6 +59,14 @@ impl Cmd {
         Cmd::HLen,
         Cmd::HKeys,
         Cmd::LockSemAcquire,
+        Cmd::ZRangeByScore,
+        Cmd::ZRem,
+        Cmd::IncrBy,
+        Cmd::DecrBy,
+        Cmd::ZAdd,
+        Cmd::ZRange,
+        Cmd::ZScore,
+        Cmd::ZCount,
     ];
 
     /// The name of each command of [`Cmd::ALL`], same order.
@@ -90,6 +106,14 @@ impl Cmd {
             Cmd::HLen => b"hlen",
             Cmd::HKeys => b"hkeys",
             Cmd::LockSemAcquire => b"lock.semacquire",
+            Cmd::ZRangeByScore => b"zrangebyscore",
+            Cmd::ZRem => b"zrem",
+            Cmd::IncrBy => b"incrby",
+            Cmd::DecrBy => b"decrby",
+            Cmd::ZAdd => b"zadd",
+            Cmd::ZRange => b"zrange",
+            Cmd::ZScore => b"zscore",
+            Cmd::ZCount => b"zcount",
         }
     }
 
@@ -104,6 +128,10 @@ impl Cmd {
                 | Cmd::Incr
                 | Cmd::LockAcquire
                 | Cmd::LockSemAcquire
+                | Cmd::ZRem
+                | Cmd::IncrBy
+                | Cmd::DecrBy
+                | Cmd::ZAdd
                 | Cmd::HSet
                 | Cmd::HDel
         )

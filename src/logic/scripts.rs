@@ -18,6 +18,8 @@ pub enum Object {
     Lock,
     /// The read-write lock (`logic/rwlock`).
     RwLock,
+    /// The semaphore and the permit-expirable semaphore (`logic/semaphore`).
+    Semaphore,
 }
 
 /// What a KEYS or ARGV slot holds.
@@ -49,17 +51,37 @@ pub enum Role {
     KeyPrefix,
     /// ARGV: the caller's writer field (`<owner>:write`) beside its reader field.
     Writer,
+    /// KEYS: a semaphore's zset of held permits (`{K}:timeout`).
+    Permits,
+    /// ARGV: a number of permits (to take, return, add or set).
+    Count,
+    /// ARGV: a permit's lease end (a zset score, client-clock ms).
+    Score,
+    /// ARGV: the caller's clock, unix ms.
+    Now,
+    /// ARGV: the score of a permit without a lease (`922337203685477`).
+    NoLease,
+    /// ARGV: a time to live in ms (SET ... PX).
+    Ttl,
+    /// ARGV: a permit id.
+    Id,
 }
 
 impl Role {
     /// How many roles there are.
-    pub const COUNT: usize = 12;
+    pub const COUNT: usize = 19;
 
     /// Whether the role is a KEYS slot (else an ARGV slot).
     pub const fn is_key(self) -> bool {
         matches!(
             self,
-            Role::Lock | Role::Channel | Role::Latch | Role::Token | Role::Prefix | Role::KeyPrefix
+            Role::Lock
+                | Role::Channel
+                | Role::Latch
+                | Role::Token
+                | Role::Prefix
+                | Role::KeyPrefix
+                | Role::Permits
         )
     }
 }
@@ -77,6 +99,8 @@ pub struct Layout {
     pub args: &'static [Role],
     pub each: Option<(&'static [Role], &'static [Role])>,
     pub counted: bool,
+    /// The repeated tail is ARGV only (fixed KEYS): its units are counted from the arguments.
+    pub args_tail: bool,
     /// Each role's index among the fixed KEYS or ARGV (by the role's side), then within a unit
     /// of the tail, by `Role as usize`; computed when the layout is made, so a transition finds
     /// its slots without a search.
@@ -91,8 +115,27 @@ impl Layout {
             args,
             each: None,
             counted: false,
+            args_tail: false,
             fixed_at: positions(keys, args),
             each_at: [NONE; Role::COUNT],
+        }
+    }
+
+    /// Fixed KEYS and ARGV, then `each_args` repeated once per unit (at least once) at the end
+    /// of ARGV (a semaphore script's permit ids).
+    pub const fn args_tail(
+        keys: &'static [Role],
+        args: &'static [Role],
+        each_args: &'static [Role],
+    ) -> Layout {
+        Layout {
+            keys,
+            args,
+            each: Some((&[], each_args)),
+            counted: false,
+            args_tail: true,
+            fixed_at: positions(keys, args),
+            each_at: positions(&[], each_args),
         }
     }
 
@@ -109,6 +152,7 @@ impl Layout {
             args,
             each,
             counted: false,
+            args_tail: false,
             fixed_at: positions(keys, args),
             each_at: positions(each_keys, each_args),
         }
@@ -122,6 +166,7 @@ impl Layout {
             args,
             each: Some((each_keys, &[])),
             counted: true,
+            args_tail: false,
             fixed_at: positions(keys, args),
             each_at: positions(each_keys, &[]),
         }
@@ -236,6 +281,13 @@ pub fn parse<'a>(layout: &'static Layout, rest: &'a [&'a [u8]]) -> Result<Call<'
     let (units, nargs) = match layout.each {
         None if n == fk => (1, fa),
         None => return Err(Mismatch::Shape),
+        Some((_, ea)) if layout.args_tail => {
+            let tail = rest.len().checked_sub(n).and_then(|a| a.checked_sub(fa)).ok_or(Mismatch::Shape)?;
+            if n != fk || ea.is_empty() || tail == 0 || tail % ea.len() != 0 {
+                return Err(Mismatch::Shape);
+            }
+            (tail / ea.len(), rest.len().saturating_sub(n))
+        }
         Some((ek, ea)) => {
             let tail = n.checked_sub(fk).filter(|t| *t > 0).ok_or(Mismatch::Shape)?;
             if ek.is_empty() || tail % ek.len() != 0 {
@@ -378,6 +430,16 @@ mod tests {
             assert_eq!(parse(&FIXED, argv(bad)), Err(Mismatch::Shape), "{bad:?}");
         }
         assert_eq!(parse(&FIXED, argv(&["2", "k", "c", "0", "RPUSH"])), Err(Mismatch::Argument));
+    }
+
+    #[test]
+    fn an_argument_tail_is_counted_from_the_arguments() {
+        const TAIL: Layout = Layout::args_tail(&[Role::Lock, Role::Permits], &[Role::Count], &[Role::Id]);
+        let c = parse(&TAIL, argv(&["2", "k", "z", "2", "a", "b"])).expect("match");
+        assert_eq!((c.units, c.unit_arg_index(1, Role::Id)), (2, Some(2)));
+        for bad in [&["2", "k", "z", "2"][..], &["1", "k", "2", "a"], &["3", "k", "z", "x", "2", "a"]] {
+            assert_eq!(parse(&TAIL, argv(bad)), Err(Mismatch::Shape), "{bad:?}");
+        }
     }
 
     #[test]

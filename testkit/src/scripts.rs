@@ -88,11 +88,48 @@ pub const RW_SOURCES: [(&str, &str); 19] = [
     ("rw-write-forceunlock", include_str!("../../clients/python/src/redislock/lua/rw-write-forceunlock.lua")),
 ];
 
+/// The semaphore's scripts (`lua/semaphore-*.lua`, `lua/pes-*.lua`), in the order of the
+/// module's operation table: (operation, source).
+pub const SEM_SOURCES: [(&str, &str); 31] = [
+    ("semaphore-tryacquire", include_str!("../../clients/python/src/redislock/lua/semaphore-tryacquire.lua")),
+    ("semaphore-release-publish", include_str!("../../clients/python/src/redislock/lua/semaphore-release-publish.lua")),
+    ("semaphore-release", include_str!("../../clients/python/src/redislock/lua/semaphore-release.lua")),
+    ("semaphore-releaseifexists", include_str!("../../clients/python/src/redislock/lua/semaphore-releaseifexists.lua")),
+    ("semaphore-drain", include_str!("../../clients/python/src/redislock/lua/semaphore-drain.lua")),
+    ("semaphore-trysetpermits-publish", include_str!("../../clients/python/src/redislock/lua/semaphore-trysetpermits-publish.lua")),
+    ("semaphore-trysetpermits", include_str!("../../clients/python/src/redislock/lua/semaphore-trysetpermits.lua")),
+    ("semaphore-trysetpermits-ttl", include_str!("../../clients/python/src/redislock/lua/semaphore-trysetpermits-ttl.lua")),
+    ("semaphore-addpermits-publish", include_str!("../../clients/python/src/redislock/lua/semaphore-addpermits-publish.lua")),
+    ("semaphore-addpermits", include_str!("../../clients/python/src/redislock/lua/semaphore-addpermits.lua")),
+    ("pes-tryacquire-one-publish", include_str!("../../clients/python/src/redislock/lua/pes-tryacquire-one-publish.lua")),
+    ("pes-tryacquire-one", include_str!("../../clients/python/src/redislock/lua/pes-tryacquire-one.lua")),
+    ("pes-tryacquire", include_str!("../../clients/python/src/redislock/lua/pes-tryacquire.lua")),
+    ("pes-release-publish", include_str!("../../clients/python/src/redislock/lua/pes-release-publish.lua")),
+    ("pes-release", include_str!("../../clients/python/src/redislock/lua/pes-release.lua")),
+    ("pes-release-many-partial", include_str!("../../clients/python/src/redislock/lua/pes-release-many-partial.lua")),
+    ("pes-release-many", include_str!("../../clients/python/src/redislock/lua/pes-release-many.lua")),
+    ("pes-available-publish", include_str!("../../clients/python/src/redislock/lua/pes-available-publish.lua")),
+    ("pes-available", include_str!("../../clients/python/src/redislock/lua/pes-available.lua")),
+    ("pes-getpermits-publish", include_str!("../../clients/python/src/redislock/lua/pes-getpermits-publish.lua")),
+    ("pes-getpermits", include_str!("../../clients/python/src/redislock/lua/pes-getpermits.lua")),
+    ("pes-acquired-publish", include_str!("../../clients/python/src/redislock/lua/pes-acquired-publish.lua")),
+    ("pes-acquired", include_str!("../../clients/python/src/redislock/lua/pes-acquired.lua")),
+    ("pes-setpermits-publish-bug", include_str!("../../clients/python/src/redislock/lua/pes-setpermits-publish-bug.lua")),
+    ("pes-setpermits-bug", include_str!("../../clients/python/src/redislock/lua/pes-setpermits-bug.lua")),
+    ("pes-setpermits", include_str!("../../clients/python/src/redislock/lua/pes-setpermits.lua")),
+    ("pes-addpermits-publish", include_str!("../../clients/python/src/redislock/lua/pes-addpermits-publish.lua")),
+    ("pes-addpermits", include_str!("../../clients/python/src/redislock/lua/pes-addpermits.lua")),
+    ("pes-updatelease-publish", include_str!("../../clients/python/src/redislock/lua/pes-updatelease-publish.lua")),
+    ("pes-updatelease", include_str!("../../clients/python/src/redislock/lua/pes-updatelease.lua")),
+    ("pes-getlease", include_str!("../../clients/python/src/redislock/lua/pes-getlease.lua")),
+];
+
 /// The source of one kind's script; panics on an unknown kind.
 pub fn lua(kind: &str) -> &'static str {
     SOURCES
         .iter()
         .chain(RW_SOURCES.iter())
+        .chain(SEM_SOURCES.iter())
         .find(|(k, _)| *k == kind)
         .map(|(_, s)| *s)
         .unwrap_or_else(|| panic!("no script {kind}"))
@@ -119,6 +156,7 @@ pub fn script(kind: &str) -> OwnScript {
     own_scripts()
         .into_iter()
         .chain(rw_scripts())
+        .chain(sem_scripts())
         .find(|s| s.kind == kind)
         .unwrap_or_else(|| panic!("no script {kind}"))
 }
@@ -134,6 +172,24 @@ pub fn rw_scripts() -> Vec<OwnScript> {
         .collect()
 }
 
+/// The semaphore's scripts (from the documented behaviour, never Redisson's text).
+pub fn sem_scripts() -> Vec<OwnScript> {
+    SEM_SOURCES
+        .into_iter()
+        .map(|(kind, body)| {
+            let body = body.as_bytes();
+            OwnScript { kind, body, sha: sha1_smol::Sha1::from(body).digest().to_string() }
+        })
+        .collect()
+}
+
+/// Load the semaphore's scripts (so EVALSHA works in Lua too).
+pub fn load_sem(c: &mut Conn) {
+    for s in sem_scripts() {
+        assert_eq!(c.call(&[b"SCRIPT".to_vec(), b"LOAD".to_vec(), s.body.to_vec()]).str(), s.sha);
+    }
+}
+
 /// Load the read-write lock's scripts (so EVALSHA works in Lua too).
 pub fn load_rw(c: &mut Conn) {
     for s in rw_scripts() {
@@ -146,6 +202,7 @@ pub fn extra_spec() -> String {
     own_scripts()
         .into_iter()
         .chain(rw_scripts())
+        .chain(sem_scripts())
         .collect::<Vec<_>>()
         .iter()
         .map(|s| format!("{}:{}:{}", s.kind, s.sha, s.body.len()))
@@ -199,6 +256,10 @@ pub fn key_state(c: &mut Conn, key: &[u8]) -> KeyState {
             r.arr().chunks(2).map(|p| (p[0].bytes(), p[1].bytes())).collect()
         }
         "string" => BTreeMap::from([(vec![], c.call(&[b"GET".to_vec(), key.to_vec()]).bytes())]),
+        "zset" => {
+            let r = c.call(&[&b"ZRANGE"[..], key, &b"0"[..], &b"-1"[..], &b"WITHSCORES"[..]]);
+            r.arr().chunks(2).map(|p| (p[0].bytes(), p[1].bytes())).collect()
+        }
         _ => BTreeMap::new(),
     };
     let pexpiretime = c.call(&[b"PEXPIRETIME".to_vec(), key.to_vec()]).int();
@@ -235,8 +296,9 @@ pub fn assert_same_keyspace(a: &mut Conn, b: &mut Conn, tol_ms: i64, ctx: &str) 
 mod tests {
     #[test]
     fn every_kind_has_a_distinct_script() {
-        let all: Vec<_> = super::own_scripts().into_iter().chain(super::rw_scripts()).collect();
-        assert_eq!(all.len(), 29);
+        let all: Vec<_> =
+            super::own_scripts().into_iter().chain(super::rw_scripts()).chain(super::sem_scripts()).collect();
+        assert_eq!(all.len(), 60);
         for (i, a) in all.iter().enumerate() {
             assert!(a.body.starts_with(b"-- Redisson"), "{}", a.kind);
             assert!(all[i + 1..].iter().all(|b| b.sha != a.sha && b.kind != a.kind), "{}", a.kind);

@@ -214,8 +214,8 @@ mod tests {
         assert!(kinds::table(b"nope:00:1").is_err());
         assert_eq!(
             kinds::table(b"").expect("empty").entries().len(),
-            11 + 19,
-            "the lock's and the read-write lock's"
+            11 + 19 + 32,
+            "the lock's, the read-write lock's and the semaphores'"
         );
         assert_eq!(t.by_sha(&parse_sha(sha.as_bytes()).expect("hex")), Some(OpId(6)));
     }

@@ -5,4 +5,5 @@
 pub mod args;
 pub mod names;
 pub mod policy;
+pub mod scripts;
 pub mod state;

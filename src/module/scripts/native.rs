@@ -71,6 +71,7 @@ fn handle(ctx: Ctx, called: Option<(OpId, bool)>, strs: &[RStr], argv: &[&[u8]])
     let done = match def.op.object {
         Object::Lock => crate::module::lock::scripts::run(ctx, def.op, &call, &a, now),
         Object::RwLock => crate::module::rwlock::scripts::run(ctx, def.op, &call, &a, now),
+        Object::Semaphore => crate::module::semaphore::scripts::run(ctx, def.op, &call, &a, now),
     };
     match done {
         Ok(()) => {

@@ -202,7 +202,7 @@ pub fn run<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, plan: &Plan, now:
 /// Check the commands of a path in order, as Lua would run them: each command's ACL with its
 /// real arguments (for a user whose permissions are checked), and the server's write refusal at
 /// the first write. `Err` is the error reply; nothing was written.
-fn check_script_path(ctx: Ctx, a: &Argv, plan: &Plan) -> Result<(), Error> {
+pub fn check_script_path(ctx: Ctx, a: &Argv, plan: &Plan) -> Result<(), Error> {
     let steps: &Steps = &plan.steps;
     let probe = a.key(0);
     let Some(user) = a.user else {

@@ -5,8 +5,10 @@
 //! - `commands`: LOCK.SEMSET / SEMACQUIRE / SEMRELEASE / SEMRENEW / SEMINFO and their rows
 //! - `waiting`: the kind in the waiting core (FIFO, all-or-none grants of several permits)
 //! - `leases`: a timer per semaphore at its earliest lease end, waiters or not
+//! - `scripts`: Redisson's semaphore and permit-expirable semaphore scripts run natively
 
 pub mod commands;
 pub mod leases;
+pub mod scripts;
 pub mod store;
 pub mod waiting;

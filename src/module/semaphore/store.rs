@@ -131,6 +131,11 @@ impl Sem<'_> {
     /// Give each id a permit until `score` (ZADD, one call for all), and the zset the count's
     /// TTL when it has one (Redisson's rule).
     pub fn hold(&self, ctx: Ctx, ids: &[RStr], score: i64) {
+        self.zadd(ctx, ids, score, true);
+    }
+
+    /// ZADD each id with `score`; `copy_ttl`: then the zset gets the count's TTL, if any.
+    pub fn zadd(&self, ctx: Ctx, ids: &[RStr], score: i64, copy_ttl: bool) {
         if ids.is_empty() {
             return;
         }
@@ -147,7 +152,7 @@ impl Sem<'_> {
         }
         replicate_argv(ctx, c"ZADD", &argv);
         rm::notify(ctx, NOTIFY_ZSET, c"zadd", self.zname.ptr());
-        if let Some(d) = self.key.deadline() {
+        if let Some(d) = self.key.deadline().filter(|_| copy_ttl) {
             let now = rm::millis();
             z.set_deadline(d, now);
             replication::pexpireat(ctx, self.zname.ptr(), d, None);
@@ -201,6 +206,25 @@ impl Sem<'_> {
             stats::SEM_EXPIRED_RETURNED.inc();
         }
         Ok(n)
+    }
+
+    /// SET the count to `value` (any string, as a script's SET), its TTL dropped, or set to end
+    /// at `deadline` (SET ... PX).
+    pub fn set(&self, ctx: Ctx, value: RStr, deadline: Option<i64>) {
+        let existed = self.key.kind() != KeyKind::Empty;
+        self.key.string_set(value);
+        match deadline {
+            Some(d) => {
+                self.key.set_deadline(d, rm::millis());
+                replication::set_pxat(ctx, self.name, value, d, existed);
+            }
+            None => crate::ffi::replicate::replicate_set(ctx, self.name, value, None),
+        }
+        rm::notify(ctx, NOTIFY_STRING, c"set", self.name);
+        if deadline.is_some() {
+            rm::notify(ctx, NOTIFY_GENERIC, c"expire", self.name);
+        }
+        rm::signal_modified(ctx, self.name);
     }
 
     /// Publish the available count on the semaphore's channel.

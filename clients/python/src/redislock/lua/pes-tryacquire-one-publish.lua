@@ -1,0 +1,25 @@
+-- Redisson RPermitExpirableSemaphore tryAcquire, one id (9dd7dc38), reimplemented from the documented behaviour.
+-- KEYS[1] = count, KEYS[2] = zset, KEYS[3] = channel; ARGV[1] = permits, ARGV[2] = score,
+-- ARGV[3] = id, ARGV[4] = now, ARGV[5] = no-lease score.
+-- Reclaim (LIMIT permits), then take: reply the id; else ':<lowest score>' or nil.
+local expired = redis.call('zrangebyscore', KEYS[2], 0, ARGV[4], 'limit', 0, ARGV[1]);
+if #expired > 0 then
+    redis.call('zrem', KEYS[2], unpack(expired));
+    local value = redis.call('incrby', KEYS[1], #expired);
+    if tonumber(value) > 0 then redis.call('publish', KEYS[3], value); end;
+end;
+local value = redis.call('get', KEYS[1]);
+if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then
+    redis.call('decrby', KEYS[1], ARGV[1]);
+    redis.call('zadd', KEYS[2], ARGV[2], ARGV[3]);
+    local ttl = redis.call('pttl', KEYS[1]);
+    if ttl > 0 then
+        redis.call('pexpire', KEYS[2], ttl);
+    end;
+    return ARGV[3];
+end;
+local v = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES');
+if v[1] ~= nil and v[2] ~= ARGV[5] then
+    return ':' .. v[2];
+end;
+return nil;
