@@ -250,3 +250,27 @@ fn native_releases_grant_lock_sem_waiters_and_acquires_arm_lease_timers() {
     assert_eq!(counts.get("pes_release"), Some(&1));
     assert_eq!(counts.get("pes_tryacquire"), Some(&1));
 }
+
+/// Natively run scripts replicate their effects exactly: a replica without the module ends with
+/// the same keys (values, zset members and scores, TTLs) as the master.
+#[test]
+fn native_runs_replicate_exactly_to_a_replica_without_the_module() {
+    let master = Server::start_opts(native_opts());
+    let replica = Server::start_opts(Opts::default().without_module());
+    replica.replicate_from(&master);
+    let (mut m, mut r) = (Conn::new(master.port), Conn::new(replica.port));
+    load_sem(&mut m);
+    let mut rng = StdRng::seed_from_u64(7);
+    let scripts = sem_scripts();
+    let now = client_now();
+    random_state(&mut rng, &mut [&mut m], now);
+    for _ in 0..300 {
+        let s = &scripts[rng.gen_range(0..scripts.len())];
+        let call = call_for(s.kind, NAMES[rng.gen_range(0..NAMES.len())], &mut rng, now);
+        evalsha(&mut m, &s.sha, &call);
+    }
+    assert!(info_counts(&mut m, "_native").values().sum::<i64>() > 100);
+    let (mut mc, mut rc) = (master.conn(), replica.conn());
+    assert!(replica_caught_up(&mut mc, &mut rc, Duration::from_secs(10)));
+    assert_same_keyspace(&mut m, &mut r, 2000, "replica");
+}

@@ -16,6 +16,7 @@ mod memory;
 mod pipelined;
 mod redisson_scripts;
 mod rwlock;
+mod semaphore;
 mod stats;
 mod uncontended;
 
@@ -48,7 +49,7 @@ fn usage() -> ! {
     eprintln!(
         "usage: lock-bench --module /abs/path/libredis_lock.so [--out DIR] [--quick] \
          [--redis-server PATH] [--server-arg ARGS]... \
-         [--only uncontended,cycles,contention,expiry,memory,redisson,redisson-ratios,rwlock,rwlock-ratios] [--waiters N (memory)]"
+         [--only uncontended,cycles,contention,expiry,memory,redisson,redisson-ratios,rwlock,rwlock-ratios,semaphore,semaphore-ratios] [--waiters N (memory)]"
     );
     std::process::exit(2)
 }
@@ -120,6 +121,8 @@ struct Results {
     redisson: Option<redisson_scripts::Report>,
     rwlock: Vec<rwlock::Row>,
     rwlock_contended: Vec<rwlock::ContendedRow>,
+    semaphore: Vec<semaphore::Row>,
+    semaphore_contended: Vec<semaphore::ContendedRow>,
     targets: Vec<Target>,
 }
 
@@ -172,6 +175,15 @@ fn main() {
     };
     let rwlock_contended = if want("rwlock") { rwlock::run_contended(port, args.quick) } else { vec![] };
     srv.assert_alive();
+    // "semaphore-ratios": only the uncontended LOCK.SEM* / native vs Lua phases (bench-matrix).
+    let semaphore_rows = if want("semaphore") || want("semaphore-ratios") {
+        semaphore::run_uncontended(&mut con, port, args.quick)
+    } else {
+        vec![]
+    };
+    let semaphore_contended =
+        if want("semaphore") { semaphore::run_contended(port, args.quick) } else { vec![] };
+    srv.assert_alive();
     drop(con);
 
     let mut targets = targets(&uncontended_ratios, &contention_rows, &expiry_rows);
@@ -179,6 +191,7 @@ fn main() {
         targets.extend(redisson_targets(r));
     }
     targets.extend(rwlock_targets(&rwlock_rows, &rwlock_contended));
+    targets.extend(semaphore_targets(&semaphore_rows, &semaphore_contended));
     let mut res = Results {
         meta: Meta {
             quick: args.quick,
@@ -201,6 +214,8 @@ fn main() {
         redisson,
         rwlock: rwlock_rows,
         rwlock_contended,
+        semaphore: semaphore_rows,
+        semaphore_contended,
         targets,
     };
     drop(srv); // stop the server before writing the report
@@ -339,6 +354,42 @@ fn rwlock_targets(rows: &[rwlock::Row], contended: &[rwlock::ContendedRow]) -> V
             measured: wait.write_grants as f64 / (pubsub.write_grants.max(1) as f64),
             met: wait.write_grants > pubsub.write_grants,
             note: format!("{} vs {}", wait.write_grants, pubsub.write_grants),
+        });
+    }
+    t
+}
+
+fn semaphore_targets(rows: &[semaphore::Row], contended: &[semaphore::ContendedRow]) -> Vec<Target> {
+    let mut t: Vec<Target> = rows
+        .iter()
+        .map(|r| {
+            let need = if r.kind.starts_with("LOCK") { 2.0 } else { 1.8 };
+            Target {
+                name: format!("semaphore {} ({}), pipelined throughput", r.op, r.kind),
+                required: format!(">= {need}x"),
+                measured: r.ratio,
+                met: r.ratio >= need && r.unexpected_replies == 0,
+                note: format!("server usec {:.2} vs {:.2}", r.fast_server_usec, r.lua_server_usec),
+            }
+        })
+        .collect();
+    if let [wait, pubsub] = contended {
+        t.push(Target {
+            name: "semaphore contended (16 clients, 4 permits): wait p99, WAIT vs pub/sub".into(),
+            required: "< 1x".into(),
+            measured: wait.wait_ms.p99 / pubsub.wait_ms.p99,
+            met: wait.wait_ms.p99 < pubsub.wait_ms.p99 && wait.max_out <= 4 && pubsub.max_out <= 4,
+            note: format!(
+                "p50 {:.2} vs {:.2} ms, p99 {:.2} vs {:.2} ms, grants {} vs {}, most permits out {} / {}",
+                wait.wait_ms.p50,
+                pubsub.wait_ms.p50,
+                wait.wait_ms.p99,
+                pubsub.wait_ms.p99,
+                wait.grants,
+                pubsub.grants,
+                wait.max_out,
+                pubsub.max_out
+            ),
         });
     }
     t
@@ -621,6 +672,9 @@ fn markdown(r: &Results) -> String {
     }
     if !r.rwlock.is_empty() || !r.rwlock_contended.is_empty() {
         s.push_str(&rwlock::markdown(&r.rwlock, &r.rwlock_contended));
+    }
+    if !r.semaphore.is_empty() || !r.semaphore_contended.is_empty() {
+        s.push_str(&semaphore::markdown(&r.semaphore, &r.semaphore_contended));
     }
     if !r.targets.is_empty() {
         let _ = writeln!(s, "## Targets (informational, never asserted)\n");

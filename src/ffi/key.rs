@@ -192,6 +192,29 @@ impl Key {
         Some(f(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }))
     }
 
+    /// Overwrite the string value in place with `value` (created when the key is empty), its
+    /// TTL kept: cheaper than [`Key::string_set`], which replaces the value object. False when
+    /// the key holds another type.
+    pub fn string_overwrite(&self, value: &[u8]) -> bool {
+        if !matches!(self.kind(), KeyKind::Empty | KeyKind::String) {
+            return false;
+        }
+        if rm!(RedisModule_StringTruncate(self.ptr, value.len()) else raw::REDISMODULE_ERR as c_int)
+            != raw::REDISMODULE_OK as c_int
+        {
+            return false;
+        }
+        let mut len = 0usize;
+        let mode = raw::REDISMODULE_WRITE as c_int;
+        let p = rm!(RedisModule_StringDMA(self.ptr, &mut len, mode) else null_mut());
+        if p.is_null() || len != value.len() {
+            return false;
+        }
+        // SAFETY: Redis guarantees `len` writable bytes at `p` while the key is open.
+        unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) }.copy_from_slice(value);
+        true
+    }
+
     /// Make the key the string `value` (any TTL is removed, as SET does).
     pub fn string_set(&self, value: RStr) {
         rm!(RedisModule_StringSet(self.ptr, value.0) else 0);

@@ -82,6 +82,11 @@ struct Words {
     hdel: StaticStr,
     set: StaticStr,
     pxat: StaticStr,
+    incrby: StaticStr,
+    keepttl: StaticStr,
+    zadd: StaticStr,
+    zrem: StaticStr,
+    ch: StaticStr,
 }
 
 static WORDS: LazyLock<Words> = LazyLock::new(|| Words {
@@ -96,6 +101,11 @@ static WORDS: LazyLock<Words> = LazyLock::new(|| Words {
     hdel: StaticStr::new(b"HDEL"),
     set: StaticStr::new(b"SET"),
     pxat: StaticStr::new(b"PXAT"),
+    incrby: StaticStr::new(b"INCRBY"),
+    keepttl: StaticStr::new(b"KEEPTTL"),
+    zadd: StaticStr::new(b"ZADD"),
+    zrem: StaticStr::new(b"ZREM"),
+    ch: StaticStr::new(b"CH"),
 });
 
 fn word(pick: fn(&Words) -> &StaticStr) -> RStr {
@@ -244,6 +254,47 @@ pub fn publish(ctx: Ctx, sharded: bool, channel: RStr, msg: RStr) {
         let name = if sharded { c"SPUBLISH" } else { c"PUBLISH" };
         crate::ffi::replicate::replicate_publish(ctx, name, channel, msg);
     }
+}
+
+/// A semaphore's count changed by `delta` to `value`, its TTL kept: `INCRBY key delta`, or
+/// through a longer argv `SET key value KEEPTTL [KEEPTTL ...]` (every server from 7.0 accepts
+/// the repeated flag); otherwise `INCRBY` through `RM_Replicate`.
+pub fn count(ctx: Ctx, key: RStr, delta: RStr, value: RStr) {
+    let done = in_place(ctx, &[word(|w| &w.incrby), key, delta], &[])
+        || in_place(ctx, &[word(|w| &w.set), key, value, word(|w| &w.keepttl)], &[word(|w| &w.keepttl)]);
+    if !done {
+        crate::ffi::replicate::replicate_argv(ctx, c"INCRBY", &[key, delta]);
+    }
+}
+
+/// `ZADD key score member [score member ...]`; one member through a five-slot argv as
+/// `ZADD key CH score member` (CH changes only the reply).
+pub fn zadd(ctx: Ctx, key: RStr, score: RStr, members: &[RStr]) {
+    if let [m] = members {
+        if in_place(ctx, &[word(|w| &w.zadd), key, word(|w| &w.ch), score, *m], &[]) {
+            return;
+        }
+    }
+    let mut argv = Vec::with_capacity(1 + 2 * members.len());
+    argv.push(key);
+    for m in members {
+        argv.push(score);
+        argv.push(*m);
+    }
+    crate::ffi::replicate::replicate_argv(ctx, c"ZADD", &argv);
+}
+
+/// `ZREM key member [member ...]`; one member through a longer argv as `ZREM key member member ...`.
+pub fn zrem(ctx: Ctx, key: RStr, members: &[RStr]) {
+    if let [m] = members {
+        if in_place(ctx, &[word(|w| &w.zrem), key, *m], &[*m]) {
+            return;
+        }
+    }
+    let mut argv = Vec::with_capacity(1 + members.len());
+    argv.push(key);
+    argv.extend_from_slice(members);
+    crate::ffi::replicate::replicate_argv(ctx, c"ZREM", &argv);
 }
 
 /// Create the strings at load (on the main thread) rather than in the first command.

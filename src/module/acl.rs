@@ -261,6 +261,33 @@ pub fn may_publish_on(ctx: Ctx, channel: &[u8]) -> Result<(), Error> {
     }
 }
 
+/// May `user` (the caller, looked up once by a command that checks several names) write
+/// `key`? Counted as a denial when not.
+pub fn user_may_write(user: Option<&User>, key: &[u8]) -> bool {
+    let Some(user) = user else { return true };
+    let k = OwnedStr::new(key);
+    let ok = user.may_write(k.ptr());
+    if !ok {
+        denied();
+    }
+    ok
+}
+
+/// May `user` publish on `channel` (always, with `lock.publish-mode off`)? Counted as a denial
+/// when not.
+pub fn user_may_publish(user: Option<&User>, channel: &[u8]) -> bool {
+    if crate::registry::config::mode() == crate::registry::config::PublishMode::Off {
+        return true;
+    }
+    let Some(user) = user else { return true };
+    let c = OwnedStr::new(channel);
+    let ok = user.may_publish(c.ptr());
+    if !ok {
+        denied();
+    }
+    ok
+}
+
 /// May the calling user read `key` (LOCK.INFO's token key)?
 pub fn may_read(ctx: Ctx, key: &[u8]) -> bool {
     let Some(user) = calling_user(ctx) else { return true };

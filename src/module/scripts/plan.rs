@@ -37,6 +37,13 @@ impl<'a> Argv<'a> {
         (strs.len() == len).then_some(Argv { strs, numkeys: call.numkeys(), user })
     }
 
+    /// Whether the path's commands are checked against a user's ACL with their arguments
+    /// (else only whether the path writes matters: a plan needs no made strings).
+    #[inline]
+    pub fn checks_args(&self) -> bool {
+        self.user.is_some()
+    }
+
     /// KEYS slot `i`.
     #[inline]
     pub fn key(&self, i: usize) -> Option<RStr> {

@@ -92,22 +92,28 @@ fn semacquire(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
         Some(t) if t > 0 => Some(args::deadline(now, t, TIMEOUT)?),
         _ => None,
     };
-    let zname = store::zset_name(Some(ctx), lock, true)?;
+    let who = store::caller(ctx);
+    let zname = who.zset_name(lock)?;
     let key = Key::write(ctx, name);
-    let sem = store::open(ctx, &key, name, &zname)?;
+    let sem = store::open_count(&key, name, &zname)?;
     let available = sem.available()?;
-    if ids.iter().any(|id| sem.score(ctx, *id).is_some_and(|s| !state::expired(s, now))) {
+    let (taken, expired) = sem.peek(ctx, |z| {
+        let taken = ids.iter().any(|id| z.zset_score(*id).is_some_and(|s| !state::expired(s, now)));
+        let mut expired = false;
+        z.zset_upto(now as f64, 1, &mut |_, _| expired = true);
+        (taken, expired)
+    })?;
+    if taken {
         return Err(Error::SemIdHeld);
     }
-    let expired = sem.expired(ctx, now);
-    if !expired.is_empty() {
-        store::may_publish(ctx, lock)?;
+    if expired {
+        who.may_publish(lock)?;
         sem.return_expired(ctx, now)?;
         after_return(ctx, &sem, now, false);
     }
     let n = i64::try_from(ids.len()).unwrap_or(i64::MAX);
     let queued = wait::has_waiters::<Semaphore>(ctx, name);
-    let available = if expired.is_empty() { available } else { sem.available()? };
+    let available = if expired { sem.available()? } else { available };
     if state::takes(available, n, queued) {
         sem.add(ctx, -n, available.saturating_sub(n));
         sem.hold(ctx, ids, score);
@@ -146,30 +152,44 @@ fn semrelease(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let ids = id_strs(strs, 1, given)?;
     let lock = rm::bytes(&name);
     leases::in_use(ctx);
-    let zname = store::zset_name(Some(ctx), lock, true)?;
+    let who = store::caller(ctx);
+    let zname = who.zset_name(lock)?;
     let key = Key::write(ctx, name);
-    let sem = store::open(ctx, &key, name, &zname)?;
-    sem.available()?;
+    let sem = store::open_count(&key, name, &zname)?;
+    let available = sem.available()?;
     let now = rm::millis();
-    let live: Vec<RStr> = ids
-        .iter()
-        .copied()
-        .filter(|id| sem.score(ctx, *id).is_some_and(|s| !state::expired(s, now)))
-        .collect();
-    let expired = sem.expired(ctx, now);
-    if live.is_empty() && expired.is_empty() {
+    let (live, expired) = sem.peek(ctx, |z| {
+        let live: Vec<RStr> = ids
+            .iter()
+            .copied()
+            .filter(|id| z.zset_score(*id).is_some_and(|s| !state::expired(s, now)))
+            .collect();
+        let mut expired = false;
+        z.zset_upto(now as f64, 1, &mut |_, _| expired = true);
+        (live, expired)
+    })?;
+    if live.is_empty() && !expired {
         stats::SEM_RELEASES_MISSED.inc();
         rm::reply_int(ctx, 0);
         return Ok(());
     }
-    store::may_publish(ctx, lock)?;
+    who.may_publish(lock)?;
     // Expired permits (the given ones among them) go back as the timer would return them.
-    sem.return_expired(ctx, now)?;
-    let n = sem.give_back(ctx, &live)?;
+    let back = if expired { sem.return_expired(ctx, now)? } else { 0 };
+    let n = i64::try_from(sem.drop_ids(ctx, &live)).unwrap_or(i64::MAX);
+    let count = state::after_return(available, n.saturating_add(back));
+    if n > 0 {
+        sem.add(ctx, n, count);
+    }
     stats::SEM_RELEASES.inc();
     stats::SEM_PERMITS_RELEASED.add(u64::try_from(n).unwrap_or(0));
-    after_return(ctx, &sem, now, n > 0);
-    watch(ctx, &sem, now);
+    let waiters = wait::has_waiters::<Semaphore>(ctx, name);
+    if waiters {
+        after_return(ctx, &sem, now, n > 0);
+        watch(ctx, &sem, now);
+    } else {
+        sem.publish_count(ctx, count);
+    }
     rm::reply_int(ctx, n);
     Ok(())
 }

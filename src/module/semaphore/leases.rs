@@ -1,5 +1,6 @@
-//! Permits whose lease ended go back on time: one module timer per semaphore with leased
-//! permits, armed at its earliest lease end, whether or not anyone waits. When it fires the
+//! Permits whose lease ended go back on time: every semaphore with a leased permit is watched
+//! at its earliest lease end (one module timer for all, at the earliest of them), whether or
+//! not anyone waits. When it fires the
 //! expired permits leave the zset, the count goes up, waiters are granted in order and the new
 //! count is published; then the timer is armed at the next lease end.
 //!
@@ -22,13 +23,25 @@ use crate::module::wait::callbacks::quietly;
 use crate::module::wait::Kind;
 use crate::module::{wait, writes};
 use crate::registry::stats;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The timer of each semaphore with a leased permit: (its id, the lease end it is armed for).
-static ARMED: LazyLock<Mutex<HashMap<KeyId, (TimerId, i64)>>> = LazyLock::new(Default::default);
+/// The semaphores whose next lease end is watched, with one module timer for all of them
+/// (armed at the earliest): creating a timer per acquire cost more than the acquire.
+#[derive(Default)]
+struct Book {
+    /// db -> semaphore -> the lease end watched for it.
+    by_key: HashMap<i32, HashMap<Vec<u8>, i64>>,
+    /// lease end -> the semaphores watched for it (an entry whose `by_key` time differs is stale).
+    by_time: BTreeMap<i64, Vec<KeyId>>,
+    /// The one timer: (id, the lease end it is armed for).
+    timer: Option<(TimerId, i64)>,
+    watched: usize,
+}
+
+static BOOK: LazyLock<Mutex<Book>> = LazyLock::new(Default::default);
 
 /// Zsets written by someone else, to look at from the next 0 ms timer.
 static SEEN: LazyLock<Mutex<HashSet<KeyId>>> = LazyLock::new(Default::default);
@@ -41,14 +54,11 @@ static IN_USE: AtomicBool = AtomicBool::new(false);
 /// How long a return put off by a write refusal waits before it is tried again.
 const RETRY_MS: i64 = 50;
 
-/// Run `f` on the armed timers; the INFO gauge follows.
-fn with_armed<R>(f: impl FnOnce(&mut HashMap<KeyId, (TimerId, i64)>) -> R) -> R {
-    let mut a = ARMED.lock().unwrap_or_else(PoisonError::into_inner);
-    let r = f(&mut a);
-    stats::SEM_LEASE_TIMERS.store(a.len(), Ordering::Relaxed);
-    if a.is_empty() && a.capacity() > 64 {
-        a.shrink_to_fit();
-    }
+/// Run `f` on the book; the INFO gauge follows.
+fn with_book<R>(f: impl FnOnce(&mut Book) -> R) -> R {
+    let mut b = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
+    let r = f(&mut b);
+    stats::SEM_LEASE_TIMERS.store(b.watched, Ordering::Relaxed);
     r
 }
 
@@ -64,45 +74,83 @@ fn now_us() -> Option<i64> {
 }
 
 /// Semaphore `lock` (in the context's db) has a permit whose lease ends at `earliest`: make
-/// sure its timer fires by then.
+/// sure it is looked at by then. Cheap when it already is (no allocation).
 pub fn watch<K: Kind>(ctx: Ctx, lock: &[u8], earliest: Option<i64>, now: i64) {
     let Some(at) = earliest.filter(|&s| s < NO_LEASE) else { return };
-    let kid: KeyId = (rm::selected_db(ctx), lock.to_vec());
-    if with_armed(|a| a.get(&kid).is_some_and(|&(_, x)| x <= at)) {
-        return;
+    let db = rm::selected_db(ctx);
+    let known = with_book(|b| b.by_key.get(&db).and_then(|m| m.get(lock)).is_some_and(|&x| x <= at));
+    if !known {
+        insert::<K>(ctx, (db, lock.to_vec()), at, now);
     }
-    arm::<K>(ctx, kid, at, now);
 }
 
-fn arm<K: Kind>(ctx: Ctx, kid: KeyId, at: i64, now: i64) {
+/// Watch `kid` at `at` (replacing an earlier watch), and keep the timer at the earliest.
+fn insert<K: Kind>(ctx: Ctx, kid: KeyId, at: i64, now: i64) {
+    let rearm = with_book(|b| {
+        let m = b.by_key.entry(kid.0).or_default();
+        if m.insert(kid.1.clone(), at).is_none() {
+            b.watched += 1;
+        }
+        b.by_time.entry(at).or_default().push(kid);
+        b.timer.is_none_or(|(_, t)| at < t)
+    });
+    if rearm {
+        arm::<K>(ctx, at, now);
+    }
+}
+
+/// (Re-)arm the one timer for lease end `at`.
+fn arm<K: Kind>(ctx: Ctx, at: i64, now: i64) {
     let now_us = now_us().unwrap_or_else(|| now.saturating_mul(1000));
     // A permit with score `at` is expired from `at` on (Redisson's `<= now`).
     let period = timing::period_us(at, now_us);
-    arm_in::<K>(ctx, kid, at, period);
-}
-
-fn arm_in<K: Kind>(ctx: Ctx, kid: KeyId, at: i64, period: i64) {
-    let k = kid.clone();
-    let t = timers::after(ctx, period, move |ctx| on_timer::<K>(ctx, k, at));
-    if let Some((old, _)) = with_armed(|a| a.insert(kid, (t, at))) {
+    let t = timers::after(ctx, period, move |ctx| on_timer::<K>(ctx, at));
+    if let Some((old, _)) = with_book(|b| b.timer.replace((t, at))) {
         timers::stop(ctx, old);
     }
 }
 
-fn on_timer<K: Kind>(ctx: Ctx, kid: KeyId, at: i64) {
+fn on_timer<K: Kind>(ctx: Ctx, at: i64) {
     quietly(ctx, "permit lease timer", || {
-        // This timer fired: forget it (a newer one for the key would have stopped it).
-        with_armed(|a| {
-            if a.get(&kid).is_some_and(|&(_, x)| x == at) {
-                a.remove(&kid);
+        with_book(|b| {
+            if b.timer.is_some_and(|(_, t)| t == at) {
+                b.timer = None;
             }
         });
         let now = rm::millis();
-        if let timing::Fired::Rearm(p) = timing::on_fire(at, now) {
-            arm_in::<K>(ctx, kid, at, p);
-            return;
+        // Every watch that is due, taken out of the book (stale entries dropped).
+        let due: Vec<KeyId> = with_book(|b| {
+            let later = b.by_time.split_off(&now.saturating_add(1));
+            let due = std::mem::replace(&mut b.by_time, later);
+            let mut out = Vec::new();
+            for (t, kids) in due {
+                for kid in kids {
+                    let current = b.by_key.get(&kid.0).and_then(|m| m.get(&kid.1)).copied();
+                    if current == Some(t) {
+                        if let Some(m) = b.by_key.get_mut(&kid.0) {
+                            m.remove(&kid.1);
+                            if m.is_empty() {
+                                b.by_key.remove(&kid.0);
+                            }
+                        }
+                        b.watched = b.watched.saturating_sub(1);
+                        out.push(kid);
+                    }
+                }
+            }
+            if b.by_key.is_empty() {
+                b.by_key.shrink_to_fit();
+            }
+            out
+        });
+        for kid in due {
+            check::<K>(ctx, &kid, now);
         }
-        check::<K>(ctx, &kid, now);
+        // The next lease end (a long one takes several capped timers: `period_us` caps).
+        let next = with_book(|b| if b.timer.is_none() { b.by_time.keys().next().copied() } else { None });
+        if let Some(t) = next {
+            arm::<K>(ctx, t, rm::millis());
+        }
     });
 }
 
@@ -116,7 +164,7 @@ fn check<K: Kind>(ctx: Ctx, kid: &KeyId, now: i64) {
     let name = OwnedStr::new(&kid.1);
     if writes::refused_or_oom(ctx, name.ptr()).is_some() {
         stats::GRANTS_DEFERRED.inc();
-        arm_in::<K>(ctx, kid.clone(), now, RETRY_MS);
+        insert::<K>(ctx, kid.clone(), now.saturating_add(RETRY_MS), now);
         return;
     }
     let Ok(zname) = store::zset_name(None, &kid.1, true) else { return };
@@ -138,15 +186,18 @@ fn check<K: Kind>(ctx: Ctx, kid: &KeyId, now: i64) {
     drop(sem);
     drop(key);
     match next {
-        Some(at) if at <= now => arm_in::<K>(ctx, kid.clone(), at, 1),
-        next => watch::<K>(ctx, &kid.1, next, now),
+        Some(at) if at <= now => insert::<K>(ctx, kid.clone(), now.saturating_add(1), now),
+        next => {
+            rm::select_db(ctx, kid.0);
+            watch::<K>(ctx, &kid.1, next, now);
+        }
     }
 }
 
 /// A keyspace event on `key`: if it may be a semaphore's zset (`...:timeout`), look at it from
 /// the next 0 ms timer (a Redisson client took or renewed a permit in Lua).
 pub fn key_event<K: Kind>(ctx: Ctx, key: &[u8]) {
-    if !IN_USE.load(Ordering::Relaxed) || !key.ends_with(b":timeout") {
+    if !IN_USE.load(Ordering::Relaxed) || store::own_write() || !key.ends_with(b":timeout") {
         return;
     }
     quietly(ctx, "permit zset event", || {
@@ -182,10 +233,9 @@ fn on_seen<K: Kind>(ctx: Ctx) {
     });
 }
 
-/// Module unload: stop every timer (their code goes with the library).
+/// Module unload: stop the timers (their code goes with the library).
 pub fn stop_all(ctx: Ctx) {
-    let all: Vec<(TimerId, i64)> = with_armed(|a| a.drain().map(|(_, v)| v).collect());
-    for (t, _) in all {
+    if let Some((t, _)) = with_book(|b| b.timer.take()) {
         timers::stop(ctx, t);
     }
     if let Some(t) = SEEN_TIMER.lock().unwrap_or_else(PoisonError::into_inner).take() {
@@ -195,7 +245,7 @@ pub fn stop_all(ctx: Ctx) {
 
 /// Module load and unload: forget everything.
 pub fn reset() {
-    with_armed(HashMap::clear);
+    with_book(|b| *b = Book::default());
     SEEN.lock().unwrap_or_else(PoisonError::into_inner).clear();
     *SEEN_TIMER.lock().unwrap_or_else(PoisonError::into_inner) = None;
     IN_USE.store(false, Ordering::Relaxed);

@@ -67,6 +67,9 @@ struct Path<'a> {
     zset: Option<usize>,
     channel: Option<usize>,
     publish: Cmd,
+    /// Whether the path's arguments are checked (a user with restricted permissions): only
+    /// then are computed numbers made into strings for the check.
+    args: bool,
 }
 
 fn lua<T>() -> Result<T, Quirk> {
@@ -96,10 +99,19 @@ impl Path<'_> {
         key.string_get(<[u8]>::to_vec)
     }
 
+    /// A computed number as a step's argument (a placeholder when arguments are not checked).
+    fn num(&mut self, n: i64) -> Arg {
+        if self.args {
+            self.plan.made_int(n)
+        } else {
+            Arg::Zero
+        }
+    }
+
     /// A publish of `msg` on the channel, with the script's command.
     fn publish(&mut self, msg: Vec<u8>) {
         if let Some(ch) = self.channel {
-            let m = self.plan.made(&[&msg]);
+            let m = if self.args { self.plan.made(&[&msg]) } else { Arg::Zero };
             self.plan.read(self.publish, [Arg::Key(slot(ch)), m]);
         }
         self.acts.push(Act::Publish(msg));
@@ -108,7 +120,7 @@ impl Path<'_> {
     /// INCRBY (or DECRBY) of the count from `old` by `by`: the new value, or Lua (overflow).
     fn add(&mut self, cmd: Cmd, old: i64, by: i64) -> Result<i64, Quirk> {
         let new = old.checked_add(by).ok_or(Quirk::CountOverflow)?;
-        let n = self.plan.made_int(by.saturating_abs());
+        let n = self.num(by.saturating_abs());
         self.plan.step(cmd, [self.count_key(), n], crate::logic::plan::Effect::None);
         self.acts.push(Act::Add(by, new));
         Ok(new)
@@ -200,7 +212,16 @@ pub fn run(ctx: Ctx, op: Op, call: &Call, a: &Argv, now: i64) -> Result<(), Quir
     if zkey.as_ref().is_some_and(|z| !matches!(z.kind(), KeyKind::Empty | KeyKind::SortedSet)) {
         return Err(Quirk::WrongType);
     }
-    let mut p = Path { call, plan: Plan::new(), acts: Vec::new(), key, zset, channel, publish };
+    let mut p = Path {
+        call,
+        plan: Plan::new(),
+        acts: Vec::with_capacity(4),
+        key,
+        zset,
+        channel,
+        publish,
+        args: a.checks_args(),
+    };
     let out = decide(op, &mut p, &count_key, zkey.as_ref())?;
     drop(zkey);
     if let Err(e) = check_script_path(ctx, a, &p.plan) {
@@ -297,7 +318,7 @@ fn decide(op: SemOp, p: &mut Path, count: &Key, zset: Option<&Key>) -> Result<Ou
             match raw {
                 None => Ok(Out::Int(0)),
                 Some(old) => {
-                    let z = p.plan.made_int(0);
+                    let z = p.num(0);
                     p.plan.step(Cmd::Set, [p.count_key(), z], crate::logic::plan::Effect::None);
                     p.acts.push(Act::Set(b"0".to_vec(), None));
                     Ok(Out::Bulk(old))
@@ -332,7 +353,7 @@ fn decide(op: SemOp, p: &mut Path, count: &Key, zset: Option<&Key>) -> Result<Ou
                 .checked_add(delta)
                 .filter(|s| s.unsigned_abs() < LUA_EXACT as u64)
                 .ok_or(Quirk::LuaNumber)?;
-            let s = p.plan.made_int(sum);
+            let s = p.num(sum);
             p.plan.step(Cmd::Set, [p.count_key(), s], crate::logic::plan::Effect::None);
             p.acts.push(Act::Set(sum.to_string().into_bytes(), None));
             p.acts.push(Act::Grant);

@@ -7,13 +7,29 @@
 //! handle is deleted, and a second handle open on it would point at freed memory.
 
 use crate::ffi::key::{Key, KeyKind};
-use crate::ffi::replicate::replicate_argv;
 use crate::ffi::replication;
 use crate::ffi::rm::{self, Ctx, OwnedStr, RStr, NOTIFY_GENERIC, NOTIFY_STRING, NOTIFY_ZSET};
 use crate::logic::error::Error;
 use crate::logic::semaphore::{names, state};
 use crate::module::{acl, cluster, effects};
 use crate::registry::stats;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set while the module writes a semaphore's keys: the keyspace events it fires are its own
+/// (the lease timers already know of its leases).
+static OWN_WRITE: AtomicBool = AtomicBool::new(false);
+
+/// Whether the keyspace event being delivered comes from the module's own write.
+pub fn own_write() -> bool {
+    OWN_WRITE.load(Ordering::Relaxed)
+}
+
+/// Fire a keyspace event of the module's own write.
+fn notify(ctx: Ctx, class: std::ffi::c_int, event: &std::ffi::CStr, key: RStr) {
+    OWN_WRITE.store(true, Ordering::Relaxed);
+    rm::notify(ctx, class, event, key);
+    OWN_WRITE.store(false, Ordering::Relaxed);
+}
 
 /// Most expired permits one command or timer returns (the rest on the next pass, a timer 1 ms
 /// later): a zset of a million expired ids is not walked in one event-loop iteration.
@@ -50,6 +66,33 @@ pub fn may_publish(ctx: Ctx, lock: &[u8]) -> Result<(), Error> {
     acl::may_publish_on(ctx, &names::channel(lock)).map_err(|_| Error::SemPublishDenied)
 }
 
+/// The calling user, looked up once for the checks of a command's derived names.
+pub struct Caller(Option<acl::User>);
+
+pub fn caller(ctx: Ctx) -> Caller {
+    Caller(acl::calling_user(ctx))
+}
+
+impl Caller {
+    /// The zset's name, checked as [`zset_name`] does, for this caller (it writes it).
+    pub fn zset_name(&self, lock: &[u8]) -> Result<Vec<u8>, Error> {
+        let z = zset_name(None, lock, true)?;
+        if !acl::user_may_write(self.0.as_ref(), &z) {
+            return Err(Error::SemZsetDenied);
+        }
+        Ok(z)
+    }
+
+    /// The caller may publish on the semaphore's channel.
+    pub fn may_publish(&self, lock: &[u8]) -> Result<(), Error> {
+        if self.0.is_none() || acl::user_may_publish(self.0.as_ref(), &names::channel(lock)) {
+            Ok(())
+        } else {
+            Err(Error::SemPublishDenied)
+        }
+    }
+}
+
 /// Semaphore `name` with its count key `key` open: WRONGTYPE unless `K` is a string (or
 /// absent) and the zset a zset (or absent). `zname` from [`zset_name`].
 pub fn open<'a>(ctx: Ctx, key: &'a Key, name: RStr, zname: &[u8]) -> Result<Sem<'a>, Error> {
@@ -63,7 +106,26 @@ pub fn open<'a>(ctx: Ctx, key: &'a Key, name: RStr, zname: &[u8]) -> Result<Sem<
     Ok(sem)
 }
 
+/// Semaphore `name` with its count key `key` open, the zset's type not checked yet: the caller
+/// reads the zset through [`Sem::peek`], which checks it (one open of the zset instead of two).
+pub fn open_count<'a>(key: &'a Key, name: RStr, zname: &[u8]) -> Result<Sem<'a>, Error> {
+    if !matches!(key.kind(), KeyKind::Empty | KeyKind::String) {
+        return Err(Error::WrongType);
+    }
+    Ok(Sem { key, name, zname: OwnedStr::new(zname) })
+}
+
 impl Sem<'_> {
+    /// Read the zset through one handle (WRONGTYPE unless it is a zset or absent); nothing may be
+    /// written while it is open.
+    pub fn peek<R>(&self, ctx: Ctx, f: impl FnOnce(&Key) -> R) -> Result<R, Error> {
+        let z = Key::read(ctx, self.zname.ptr());
+        if !matches!(z.kind(), KeyKind::Empty | KeyKind::SortedSet) {
+            return Err(Error::WrongType);
+        }
+        Ok(f(&z))
+    }
+
     fn zset(&self, ctx: Ctx) -> Key {
         Key::write(ctx, self.zname.ptr())
     }
@@ -113,17 +175,22 @@ impl Sem<'_> {
         self.upto(ctx, now, RETURN_BATCH).into_iter().map(|(id, _)| id).collect()
     }
 
-    /// Add `delta` (not 0) to the count, which becomes `new`, keeping its TTL: INCRBY or DECRBY.
+    /// Add `delta` to the count, which becomes `new`, keeping its TTL (INCRBY / DECRBY).
     pub fn add(&self, ctx: Ctx, delta: i64, new: i64) {
-        let deadline = self.key.deadline();
-        let v = OwnedStr::from_i64(new);
-        self.key.string_set(v.ptr());
-        if let Some(d) = deadline {
-            self.key.set_deadline(d, rm::millis());
+        let digits = new.to_string();
+        let text = digits.as_bytes();
+        if !self.key.string_overwrite(text) {
+            let deadline = self.key.deadline();
+            let v = OwnedStr::new(text);
+            self.key.string_set(v.ptr());
+            if let Some(d) = deadline {
+                self.key.set_deadline(d, rm::millis());
+            }
         }
-        let by = OwnedStr::from_i64(delta.saturating_abs());
-        let (cmd, event) = if delta >= 0 { (c"INCRBY", c"incrby") } else { (c"DECRBY", c"decrby") };
-        replicate_argv(ctx, cmd, &[self.name, by.ptr()]);
+        let v = OwnedStr::new(text);
+        let by = OwnedStr::from_i64(delta);
+        replication::count(ctx, self.name, by.ptr(), v.ptr());
+        let event = if delta >= 0 { c"incrby" } else { c"decrby" };
         rm::notify(ctx, NOTIFY_STRING, event, self.name);
         rm::signal_modified(ctx, self.name);
     }
@@ -144,19 +211,13 @@ impl Sem<'_> {
             z.zset_add(score, *id);
         }
         let s = OwnedStr::from_i64(score);
-        let mut argv = Vec::with_capacity(1 + 2 * ids.len());
-        argv.push(self.zname.ptr());
-        for id in ids {
-            argv.push(s.ptr());
-            argv.push(*id);
-        }
-        replicate_argv(ctx, c"ZADD", &argv);
-        rm::notify(ctx, NOTIFY_ZSET, c"zadd", self.zname.ptr());
+        replication::zadd(ctx, self.zname.ptr(), s.ptr(), ids);
+        notify(ctx, NOTIFY_ZSET, c"zadd", self.zname.ptr());
         if let Some(d) = self.key.deadline().filter(|_| copy_ttl) {
             let now = rm::millis();
             z.set_deadline(d, now);
             replication::pexpireat(ctx, self.zname.ptr(), d, None);
-            rm::notify(ctx, NOTIFY_GENERIC, c"expire", self.zname.ptr());
+            notify(ctx, NOTIFY_GENERIC, c"expire", self.zname.ptr());
         }
         drop(z);
         rm::signal_modified(ctx, self.zname.ptr());
@@ -171,13 +232,10 @@ impl Sem<'_> {
         if gone.is_empty() {
             return 0;
         }
-        let mut argv = Vec::with_capacity(1 + gone.len());
-        argv.push(self.zname.ptr());
-        argv.extend_from_slice(&gone);
-        replicate_argv(ctx, c"ZREM", &argv);
-        rm::notify(ctx, NOTIFY_ZSET, c"zrem", self.zname.ptr());
+        replication::zrem(ctx, self.zname.ptr(), &gone);
+        notify(ctx, NOTIFY_ZSET, c"zrem", self.zname.ptr());
         if emptied {
-            rm::notify(ctx, NOTIFY_GENERIC, c"del", self.zname.ptr());
+            notify(ctx, NOTIFY_GENERIC, c"del", self.zname.ptr());
         }
         rm::signal_modified(ctx, self.zname.ptr());
         gone.len()
@@ -191,6 +249,12 @@ impl Sem<'_> {
             self.add(ctx, n, state::after_return(available, n));
         }
         Ok(n)
+    }
+
+    /// Publish `count` on the semaphore's channel.
+    pub fn publish_count(&self, ctx: Ctx, count: i64) {
+        let msg = OwnedStr::from_i64(count);
+        effects::publish_message(ctx, &names::channel(rm::bytes(&self.name)), msg.ptr());
     }
 
     /// Return every permit whose lease ended by `now` (at most [`RETURN_BATCH`]); how many.
