@@ -14,6 +14,7 @@ mod expiry;
 mod lua;
 mod memory;
 mod pipelined;
+mod pubsub_wait;
 mod redisson_scripts;
 mod rwlock;
 mod semaphore;

@@ -363,7 +363,6 @@ fn contender(
                 }
             }
         } else {
-            // Redisson: try; subscribe; loop { try; wait for a message or the PTTL }.
             let try_once = |c: &mut redis::Connection| -> Option<i64> {
                 let cmd = if write {
                     lua_write_acquire(&sha, CKEY, &owner)
@@ -376,23 +375,7 @@ fn contender(
                     v => panic!("acquire script replied {v:?}"),
                 }
             };
-            match try_once(&mut c) {
-                None => true,
-                Some(_) => {
-                    sub.subscribe(chan.as_bytes());
-                    let got = loop {
-                        let Some(ttl) = try_once(&mut c) else { break true };
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        if left.is_zero() {
-                            break false;
-                        }
-                        let w = if ttl >= 0 { Duration::from_millis(ttl as u64).min(left) } else { left };
-                        sub.wait_message(chan.as_bytes(), Instant::now() + w);
-                    };
-                    sub.unsubscribe_async(chan.as_bytes());
-                    got
-                }
-            }
+            crate::pubsub_wait::acquire(&mut sub, chan.as_bytes(), deadline, || try_once(&mut c))
         };
         if !got {
             // Still waiting when the run ended: a wait at least this long (a starved client's).

@@ -310,23 +310,7 @@ fn contender(port: u16, wait: bool, who: usize, out_now: Arc<(AtomicI64, AtomicU
                     v => panic!("acquire script replied {v:?}"),
                 }
             };
-            match try_once(&mut c) {
-                None => true,
-                Some(_) => {
-                    sub.subscribe(chan.as_bytes());
-                    let got = loop {
-                        let Some(ttl) = try_once(&mut c) else { break true };
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        if left.is_zero() {
-                            break false;
-                        }
-                        let w = if ttl >= 0 { Duration::from_millis(ttl as u64).min(left) } else { left };
-                        sub.wait_message(chan.as_bytes(), Instant::now() + w);
-                    };
-                    sub.unsubscribe_async(chan.as_bytes());
-                    got
-                }
-            }
+            crate::pubsub_wait::acquire(&mut sub, chan.as_bytes(), deadline, || try_once(&mut c))
         };
         out.waits.push(t0.elapsed().as_secs_f64() * 1e3);
         if !got {

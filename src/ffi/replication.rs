@@ -297,6 +297,20 @@ pub fn zrem(ctx: Ctx, key: RStr, members: &[RStr]) {
     crate::ffi::replicate::replicate_argv(ctx, c"ZREM", &argv);
 }
 
+/// How many replicas are attached (INFO replication `connected_slaves`, every state: syncing
+/// ones too); `None` when the server cannot tell.
+pub fn connected_replicas(ctx: Ctx) -> Option<i64> {
+    let info = rm::rm!(RedisModule_GetServerInfo(ctx.0, c"replication".as_ptr()) else null_mut());
+    if info.is_null() {
+        return None;
+    }
+    let mut err: std::ffi::c_int = 0;
+    let n =
+        rm::rm!(RedisModule_ServerInfoGetFieldSigned(info, c"connected_slaves".as_ptr(), &mut err) else 0);
+    rm::rm!(RedisModule_FreeServerInfo(ctx.0, info) else ());
+    (err == 0).then_some(n)
+}
+
 /// Create the strings at load (on the main thread) rather than in the first command.
 pub fn init() {
     LazyLock::force(&WORDS);

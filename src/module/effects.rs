@@ -193,10 +193,11 @@ pub fn delete_with(ctx: Ctx, key: &Key, name: RStr, other: RStr) {
 }
 
 /// Publish `msg` on `channel` (sharded: SPUBLISH semantics). Outside cluster mode the publish
-/// is also replicated, so subscribers connected to replicas get it too.
+/// is also replicated when replicas may be attached, so subscribers connected to them get it too
+/// (without replicas it would reach nobody: `writes::may_have_replicas`).
 pub fn publish(ctx: Ctx, channel: RStr, msg: RStr, sharded: bool) {
     rm::publish(ctx, channel, msg, sharded);
-    if !crate::module::cluster::enabled() {
+    if !crate::module::cluster::enabled() && crate::module::writes::may_have_replicas(ctx) {
         replication::publish(ctx, sharded, channel, msg);
     }
     stats::PUBLISHES.inc();

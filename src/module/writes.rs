@@ -49,6 +49,29 @@ fn epoch() -> u64 {
     }
 }
 
+/// (epoch, whether the replication stream has a reader) as last read.
+static REPLICAS: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the replication stream has a reader (a replica attached, in any state, or the AOF
+/// on), read once per epoch (the cron loop, every replica change, CONFIG SET and persistence
+/// events bump it): a message a module command publishes is propagated only then (without a
+/// replica nor an AOF the propagated PUBLISH would go nowhere). When the events are not all
+/// watched, always true.
+pub fn may_have_replicas(ctx: Ctx) -> bool {
+    if !WATCHED.load(Ordering::Relaxed) {
+        return true;
+    }
+    let epoch = EPOCH.load(Ordering::Relaxed);
+    let seen = REPLICAS.load(Ordering::Relaxed);
+    if seen >> 1 == epoch {
+        return seen & 1 == 1;
+    }
+    let any = rm::flag(ctx, crate::ffi::rm::CTX_AOF)
+        || crate::ffi::replication::connected_replicas(ctx).is_none_or(|n| n != 0);
+    REPLICAS.store(epoch << 1 | u64::from(any), Ordering::Relaxed);
+    any
+}
+
 /// (epoch, whether this server is a read-only replica) as last read.
 static READONLY: AtomicU64 = AtomicU64::new(0);
 

@@ -308,6 +308,19 @@ impl Server {
         }
     }
 
+    /// A one-node cluster (every slot on this node, `cluster_state:ok`), with `extra` arguments.
+    pub fn start_cluster_node(extra: &str) -> Server {
+        let s = Server::start_with(&format!("--cluster-enabled yes --cluster-config-file nodes.conf {extra}"));
+        let mut c = s.conn();
+        let _: () = redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(0).arg(16383).query(&mut c).expect("ADDSLOTSRANGE");
+        let ok = wait_for(Duration::from_secs(20), || {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).ok()?;
+            info.contains("cluster_state:ok").then_some(())
+        });
+        assert!(ok.is_some(), "cluster did not reach cluster_state:ok\n{}", s.log());
+        s
+    }
+
     /// Make this server a replica of `master` and wait for the link.
     pub fn replicate_from(&self, master: &Server) {
         let mut c = self.conn();

@@ -13,6 +13,7 @@ import redis
 import redis.asyncio.cluster
 from conftest import Server, lock_info, wait_until
 from redis.cluster import RedisCluster
+from sem_helpers import module_has_semaphore
 
 import redislock
 import redislock.asyncio as ral
@@ -196,3 +197,46 @@ def test_lua_names_without_a_valid_hash_tag_are_refused(rc: RedisCluster, cluste
 def evalsha_calls(node: Server) -> int:
     with node.client() as r:
         return int(r.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+
+@pytest.mark.parametrize("mode", ["module", "lua"])
+def test_semaphores_in_a_cluster(rc: RedisCluster, cluster: list[Server], mode: str) -> None:
+    """Semaphores on every node: permits set, renewed and released on the key's node; a waiter
+    woken by a release (the server's queue, or a sharded message in lua mode)."""
+    if mode == "module" and not module_has_semaphore(cluster[0]):
+        pytest.skip("the module has no semaphore commands (LOCK.SEMACQUIRE)")
+    locks = redislock.LockClient(rc, lease=1.0, mode=mode)
+    try:
+        sems = [locks.semaphore(name, permits=2) for name in names_on_every_node(rc)]
+        for sem in sems:
+            assert sem.mode == mode
+            with node_of(rc, cluster, sem.name).client() as node:
+                assert node.get(sem.name) == b"2"
+        permits = [sem.acquire(2) for sem in sems]
+        time.sleep(1.5)  # the watchdog renews on every node
+        assert all(p.owned() for p in permits)
+        result: list[float] = []
+
+        def wait() -> None:
+            started = time.monotonic()
+            with sems[1].acquire(1, timeout=10):
+                result.append(time.monotonic() - started)
+
+        t = threading.Thread(target=wait)
+        t.start()
+        time.sleep(0.3)
+        permits[1].release()
+        t.join(timeout=10)
+        assert result and result[0] < 2  # woken by the release, not by a lease
+        for p in (permits[0], permits[2]):
+            p.release()
+        for sem in sems:
+            assert sem.available() == 2
+            with node_of(rc, cluster, sem.name).client() as node:
+                assert node.zcard(f"{{{sem.name}}}:timeout") == 0
+        if mode == "lua":
+            for name in ("a{b", "{}x"):
+                with pytest.raises(ValueError, match="hash tag"):
+                    locks.semaphore(name, permits=1)
+    finally:
+        locks.close()

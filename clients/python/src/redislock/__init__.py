@@ -1,4 +1,4 @@
-"""redislock: Redisson-compatible distributed locks for redis-py.
+"""redislock: Redisson-compatible distributed locks and semaphores for redis-py.
 
 With the redis-lock module it uses native LOCK.* commands and server-side FIFO waiting; without
 it, Lua scripts and pub/sub on Redisson's data layout. See ``clients/python/README.md``.
@@ -7,7 +7,7 @@ it, Lua scripts and pub/sub on Redisson's data layout. See ``clients/python/READ
 from __future__ import annotations
 
 from ._errors import LockError, LockTimeout, NotOwnedError, ReplicaSyncError, UpgradeError
-from .client import Lock, LockClient, MultiLock, ReadLock, RedLock, RWLock, WriteLock
+from .client import Lock, LockClient, MultiLock, Permit, ReadLock, RedLock, RWLock, Semaphore, WriteLock
 
 __version__ = "0.1.0"
 
@@ -18,10 +18,12 @@ __all__ = [
     "LockTimeout",
     "MultiLock",
     "NotOwnedError",
+    "Permit",
     "RWLock",
     "ReadLock",
     "RedLock",
     "ReplicaSyncError",
+    "Semaphore",
     "UpgradeError",
     "WriteLock",
 ]

@@ -623,6 +623,7 @@ class Hold:
         "due",
         "expires",
         "holder",
+        "ids",
         "key",
         "kind",
         "lease",
@@ -649,7 +650,8 @@ class Hold:
     ) -> None:
         self.key = key
         self.owner = owner
-        self.kind = "lock"  # or "read" / "write": which side of a read-write lock
+        self.kind = "lock"  # or "read" / "write": which side of a read-write lock; "semaphore"
+        self.ids: tuple[bytes, ...] = ()  # a semaphore permit's ids
         self.count = 1
         self.watch = watch
         self.token = token
@@ -704,12 +706,16 @@ class Hold:
 
 class Suspect(NamedTuple):
     """A lock this client may hold more often than it believes (an acquire or release whose
-    reply was never read): the server's count for ``owner`` must come down to the book's."""
+    reply was never read): the server's count for ``owner`` must come down to the book's. For a
+    semaphore (kind ``"semaphore"``), the permit ids an acquire may have taken: released again,
+    the last time not before ``after`` (monotonic)."""
 
     key: str
     owner: str
     until: float  # monotonic: after this, whatever the server granted has expired on its own
     kind: str = "lock"
+    ids: tuple[bytes, ...] = ()
+    after: float = 0.0
 
 
 class Ticket:
@@ -778,6 +784,19 @@ class Registry:
     def get(self, key: str, owner: str) -> Hold | None:
         with self._mutex:
             return self._holds.get((key, owner))
+
+    def add(self, hold: Hold) -> None:
+        """Book a hold made whole elsewhere (a semaphore permit: one hold per permit)."""
+        with self._mutex:
+            self._holds[(hold.key, hold.owner)] = hold
+
+    def remove(self, hold: Hold) -> bool:
+        """Take ``hold`` off the book if it is there (a permit released); True if it was."""
+        with self._mutex:
+            if self._holds.get((hold.key, hold.owner)) is hold:
+                del self._holds[(hold.key, hold.owner)]
+                return True
+            return False
 
     def count(self, key: str, owner: str) -> int:
         """How many holds this client believes ``owner`` has (0 when none or lost)."""

@@ -1,4 +1,5 @@
-"""Lua scripts of the ``lua`` mode: Redisson's RLock algorithm, written for this project.
+"""Lua scripts of the ``lua`` mode: Redisson's RLock, RReadWriteLock and
+RPermitExpirableSemaphore algorithms, written for this project.
 
 The scripts are package data (``redislock/lua/<kind>.lua``), the one set of Lua scripts of the
 repository: the module's tests, benchmark and profiler run the same files. Each file named
@@ -52,6 +53,20 @@ RW_READ_RENEW = _load("rw-read-renew-batch-own")
 # KEYS[1] lock. 1 when read-locked (a writer's own read holds too), else 0.
 RW_READ_LOCKED = _load("rw-read-islocked")
 
+# The semaphore (Redisson's RPermitExpirableSemaphore layout; see the files for KEYS/ARGV).
+# KEYS sem, zset, channel; ARGV n, expiry, now, no-lease score, publish, ids. 'OK' / ':<expiry>' / nil.
+SEM_ACQUIRE = _load("sem-acquire")
+# KEYS sem, channel, zset; ARGV count, now, publish, ids. How many were held (and are returned).
+SEM_RELEASE = _load("sem-release")
+# KEYS sem, zset, channel; ARGV expiry, now, publish, ids. How many were held (and renewed).
+SEM_RENEW = _load("sem-renew")
+# KEYS sem, zset, channel; ARGV now, publish. The available permits (after expired ones return).
+SEM_AVAILABLE = _load("sem-available")
+# KEYS sem, channel, zset; ARGV total, publish. nil.
+SEM_SET_PERMITS = _load("sem-setpermits")
+# KEYS sem, channel; ARGV permits, publish. 1 set, 0 (the semaphore exists).
+SEM_TRY_SET_PERMITS = _load("sem-trysetpermits")
+
 ALL = (
     ACQUIRE,
     ACQUIRE_FENCED,
@@ -67,5 +82,11 @@ ALL = (
     RW_WRITE_FORCE_UNLOCK,
     RW_READ_RENEW,
     RW_READ_LOCKED,
+    SEM_ACQUIRE,
+    SEM_RELEASE,
+    SEM_RENEW,
+    SEM_AVAILABLE,
+    SEM_SET_PERMITS,
+    SEM_TRY_SET_PERMITS,
 )
 SHA = {body: hashlib.sha1(body.encode()).hexdigest() for body in ALL}

@@ -1,4 +1,5 @@
-"""The blocking client: ``LockClient``, ``Lock``, ``MultiLock`` and ``RedLock``."""
+"""The blocking client: ``LockClient``, ``Lock``, ``RWLock``, ``Semaphore``, ``MultiLock`` and
+``RedLock``."""
 
 from __future__ import annotations
 
@@ -71,8 +72,6 @@ from ._core import (
     raise_error,
     reconcile_commands,
     redlock_validity,
-    renew_commands,
-    renew_results,
     reply_grace,
     resolve,
     thread_alive,
@@ -81,6 +80,27 @@ from ._core import (
     uses_scripts,
 )
 from ._errors import LockTimeout, NotOwnedError
+from ._sem import (
+    SEM,
+    SETTLE_AGAIN,
+    SemAcquirePlan,
+    SemTarget,
+    check_acquire_permits,
+    check_total,
+    held_for,
+    info_map,
+    new_ids,
+    parse_available,
+    parse_count,
+    permit_hold,
+    permit_owner,
+    renew_batch,
+    renew_outcomes,
+    still_held,
+)
+from ._sem import acquire_flow as sem_acquire_flow
+from ._sem import check_cluster_name as check_sem_cluster_name
+from ._sem import timed_out as timed_out_permits
 
 log = logging.getLogger("redislock")
 
@@ -232,6 +252,7 @@ class _Engine:
         self.id = str(uuid.uuid4())
         self.registry = Registry()
         self._mode: str | None = None if mode == "auto" else mode
+        self._sem_mode: str | None = LUA if mode == LUA else None
         self._mutex = threading.Lock()
         self._watchdog: _Watchdog | None = None
         self._own: dict[str, Any] = {}
@@ -289,6 +310,23 @@ class _Engine:
 
     def target(self, key: str, deadline: float | None = None, kind: str = PLAIN) -> Target:
         return Target(self.mode(key, deadline), key, self.cluster, kind)
+
+    def sem_mode(self, key: str | None = None, deadline: float | None = None) -> str:
+        """The semaphores' mode: ``module`` when the server has LOCK.SEMACQUIRE (a module
+        without it, an older build, leaves them to the Lua scripts), else ``lua``."""
+        if self._sem_mode is None:
+            if self.mode(key, deadline) == LUA:
+                self._sem_mode = LUA
+            else:
+                reply = _execute(self.node(key), [("COMMAND", "INFO", "lock.semacquire")], 0.0, deadline)[0]
+                self._sem_mode = MODULE if module_loaded(raise_error(reply)) else LUA
+        return self._sem_mode
+
+    def sem_target(self, key: str, deadline: float | None = None) -> SemTarget:
+        target = SemTarget(self.sem_mode(key, deadline), key, self.cluster)
+        if self.cluster and target.mode == LUA:
+            check_sem_cluster_name(key)
+        return target
 
     def run(
         self, key: str, commands: list[Command], extra: float = 0.0, deadline: float | None = None, side: bool = False
@@ -396,6 +434,12 @@ class _Engine:
         if self._mode is None:
             return True
         key, owner = suspect.key, suspect.owner
+        if suspect.kind == SEM:  # a permit's ids: released (what was not held is not counted)
+            if self._sem_mode is None or time.monotonic() < suspect.after:
+                return self._sem_mode is None
+            command = SemTarget(self._sem_mode, key, self.cluster).release(suspect.ids)
+            raise_error(self.run_on(self.own(key), [command])[0])
+            return True
         if self.registry.busy(key, owner):
             return False
         own = self.own(key)
@@ -412,13 +456,21 @@ class _Engine:
         return True
 
     def settle(
-        self, key: str, owner: str, lease_s: float, error: BaseException | None = None, kind: str = PLAIN
+        self,
+        key: str,
+        owner: str,
+        lease_s: float,
+        error: BaseException | None = None,
+        kind: str = PLAIN,
+        ids: tuple[bytes, ...] = (),
     ) -> None:
         """After an acquire or release whose replies were not all read: release what the
         server granted beyond what the book holds. When the server cannot be asked now (it did
         not answer: ``error`` is a connection error or timeout), the watchdog retries until the
-        lease has run out (then the grant has expired anyway)."""
-        suspect = Suspect(key, owner, time.monotonic() + lease_s + 1.0, kind)
+        lease has run out (then the grant has expired anyway). A semaphore's permit ids are
+        released now and once more by the watchdog a moment later (in case the acquire, sent on
+        a connection since closed, reached the server after the first release)."""
+        suspect = Suspect(key, owner, time.monotonic() + lease_s + 1.0, kind, ids)
         done = False
         try:
             if not isinstance(error, (RedisConnectionError, RedisTimeoutError)):
@@ -426,6 +478,8 @@ class _Engine:
         except Exception as failure:
             log.info("could not check %r after an interrupted call now (%r); the watchdog retries", key, failure)
         finally:
+            if kind == SEM:
+                suspect, done = suspect._replace(after=time.monotonic() + SETTLE_AGAIN), False
             if not done:
                 self.registry.suspect(suspect)
                 self.ensure_watchdog()
@@ -471,7 +525,7 @@ class _Engine:
             client = self.own(hold.key)
             by_node.setdefault(id(client), (client, []))[1].append((hold, ms))
         for client, group in by_node.values():
-            batch = renew_commands(self._mode, group, _slot if self.cluster else _one_slot)
+            batch = renew_batch(self._mode, self._sem_mode, self.cluster, group, _slot if self.cluster else _one_slot)
             leases = {id(h): ms for h, ms in group}
             sent = time.monotonic()
             try:
@@ -484,7 +538,7 @@ class _Engine:
             if self.cluster and any(is_redirect(r) for r in replies):
                 refresh_slots(self.redis)
             for reply, (_, members) in zip(replies, batch):
-                for hold, renewed in renew_results(reply, members):
+                for hold, renewed in renew_outcomes(reply, members):
                     if renewed:
                         self.registry.renewed(hold, sent, leases[id(hold)] / 1000)
                     elif renewed is False and self.registry.lose(hold):
@@ -643,6 +697,20 @@ class LockClient:
         ``rw.write`` are locks with the ``Lock`` API. The options are ``lock()``'s, for both
         sides; ``fenced=True`` gives the write side fencing tokens (the read side has none)."""
         return RWLock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost, timeout, max_hold)
+
+    def semaphore(
+        self,
+        name: str | bytes,
+        permits: int | None = None,
+        timeout: float | None = None,
+        on_lost: OnLost | None = None,
+        max_hold: Any = DEFAULT,
+    ) -> Semaphore:
+        """A semaphore ``name`` with leased permits (Redisson's RPermitExpirableSemaphore layout).
+        ``permits``: set them now if the semaphore does not exist yet (LOCK.SEMSET ... NX, or
+        Redisson's trySetPermits); None sends nothing. ``timeout`` is the default wait of
+        ``acquire``; ``on_lost`` and ``max_hold`` as for ``lock()``."""
+        return Semaphore(self, name, permits, timeout, on_lost, max_hold)
 
     def synchronized(
         self, name: str | bytes, *, timeout: float | None = None, lease: float | None = None, **options: Any
@@ -967,6 +1035,265 @@ class RWLock:
         return f"<redislock.RWLock name={self.name!r}>"
 
 
+class Semaphore:
+    """A semaphore with leased permits (Redisson's RPermitExpirableSemaphore layout).
+
+    ``acquire`` takes permits together (all or none) and returns a ``Permit`` holding their
+    ids; permits are not tied to a thread (any thread may release a ``Permit``). In module
+    mode waiting is the server's FIFO queue (LOCK.SEMACQUIRE ... WAIT), in lua mode Redisson's
+    (pub/sub on ``redisson_sc:{name}``, retry). ``timeout`` is the default wait of
+    ``acquire``; ``on_lost`` is called (with the ``Permit`` if it takes an argument) when the
+    watchdog finds a renewed permit gone; ``max_hold`` caps the renewal as for locks.
+    """
+
+    def __init__(
+        self,
+        client: LockClient,
+        name: str | bytes,
+        permits: int | None = None,
+        timeout: float | None = None,
+        on_lost: OnLost | None = None,
+        max_hold: Any = DEFAULT,
+    ) -> None:
+        self.name = check_name(name)
+        total = None if permits is None else check_total(permits)
+        self.timeout = check_timeout(timeout)
+        self.on_lost = check_callback(on_lost)
+        self.max_hold = client.max_hold if max_hold is DEFAULT else check_max_hold(max_hold)
+        self.client = client
+        if total is not None:
+            self.try_set_permits(total)
+
+    @property
+    def _engine(self) -> _Engine:
+        return self.client._engine
+
+    @property
+    def mode(self) -> str:
+        """``"module"`` (LOCK.SEM* commands) or ``"lua"`` (our scripts): what this semaphore uses."""
+        return self._engine.sem_mode(self.name)
+
+    def _call(self, command_of: Callable[[SemTarget], Command], side: bool = False) -> Any:
+        engine = self._engine
+        target = engine.sem_target(self.name)
+        return raise_error(engine.run(self.name, [command_of(target)], side=side)[0])
+
+    def try_set_permits(self, permits: int) -> bool:
+        """Set the permits only if the semaphore does not exist yet (Redisson's trySetPermits,
+        LOCK.SEMSET ... NX); True if it was set (and the permits announced)."""
+        total = check_total(permits)
+        return parse_count(self._call(lambda t: t.try_set_permits(total))) == 1
+
+    def set_permits(self, permits: int) -> None:
+        """Make the total (available + held) ``permits``: the available count changes by the
+        difference (it may go negative while more are held). Waiters are woken."""
+        total = check_total(permits)
+        self._call(lambda t: t.set_permits(total))
+
+    def available(self) -> int:
+        """The permits available now (expired permits counted back first)."""
+        engine = self._engine
+        target = engine.sem_target(self.name)
+        return parse_available(target.mode, engine.run(self.name, [target.available()])[0])
+
+    def info(self) -> dict[str, Any]:
+        """LOCK.SEMINFO (module mode): ``available``, ``held``, ``waiters``, ... as a dict."""
+        engine = self._engine
+        if engine.sem_mode(self.name) != MODULE:
+            raise RuntimeError("semaphore info needs the module's LOCK.SEMINFO (this semaphore is in lua mode)")
+        return info_map(engine.call(self.name, "LOCK.SEMINFO", self.name))
+
+    def acquire(self, permits: int = 1, timeout: Any = DEFAULT, lease: float | None = None) -> Permit:
+        """Take ``permits`` permits together (all or none) and return them as a ``Permit``.
+
+        ``timeout``: by default the semaphore's ``timeout`` (None: as long as it takes; 0: one
+        attempt); when it runs out, ``redislock.LockTimeout``. ``lease=None``: ``client.lease``,
+        renewed by the watchdog until released; ``lease=s``: a fixed lease, no renewal (the
+        permits return on their own when it ends). As ``Lock.acquire``, a server that has not
+        answered by ``timeout`` + the reply grace raises ``redis.TimeoutError`` (whatever it
+        may have granted is released)."""
+        if timeout is DEFAULT:
+            timeout = self.timeout
+        count, wait = check_acquire_permits(permits), check_timeout(timeout)
+        if lease is not None:
+            lease_ms(lease)
+        return self._acquire(count, wait, lease, True)  # type: ignore[return-value]
+
+    def try_acquire(self, permits: int = 1, timeout: float | None = 0.0, lease: float | None = None) -> Permit | None:
+        """As ``acquire``, but None when ``timeout`` runs out (by default one attempt, no wait)."""
+        count, wait = check_acquire_permits(permits), check_timeout(timeout)
+        if lease is not None:
+            lease_ms(lease)
+        return self._acquire(count, wait, lease)
+
+    def _acquire(self, count: int, wait: float | None, lease: float | None, or_raise: bool = False) -> Permit | None:
+        """Take the permits; None (``or_raise``: LockTimeout) when ``wait`` ran out. Booking the
+        permit is the last step: nothing between it and the caller."""
+        engine = self._engine
+        hold_ms = hold_lease_ms(lease, engine.lease_ms, self.max_hold)
+        if engine.closed:
+            raise RuntimeError("the LockClient is closed")
+        ids = new_ids(count)
+        ticket = Ticket(self.name, permit_owner(ids), SEM)
+        hold: Hold | None = None
+        try:
+            if lease is None:
+                engine.ensure_watchdog()  # before a permit exists: starting a thread can be interrupted
+            deadline = hard_deadline(wait, 0, 0, engine.grace, None)
+            target = engine.sem_target(self.name, deadline)
+            plan = SemAcquirePlan(target, ids, hold_ms, True, wait)
+            got, sent = engine.drive(sem_acquire_flow(plan), deadline, False, ticket)
+            if not got.acquired:
+                if or_raise:
+                    raise timed_out_permits(self.name, count, wait)
+                return None
+            # A granted WAIT started its lease when the reply left the server.
+            start = time.monotonic() if target.mode == MODULE and wait != 0 else sent
+            permit = Permit(self, ids, lease)
+            hold = permit._hold = permit_hold(
+                self.name, ids, lease is None, self.on_lost, permit, hold_ms / 1000, start, self.max_hold
+            )
+            if lease is None:
+                engine.registry.add(hold)
+            return permit
+        except LockTimeout:
+            raise
+        except BaseException as error:
+            # Nothing may stay held that the client does not track: the ids it generated are
+            # given back (now, and once more a moment later).
+            if hold is not None:
+                engine.registry.remove(hold)
+            if ticket.sent:
+                engine.settle(self.name, ticket.owner, hold_ms / 1000, error, SEM, tuple(ids))
+            raise
+
+    def release(self, permit: Permit) -> None:
+        """``permit.release()``: give its permits back (NotOwnedError if already released, or
+        if any of them had expired or was lost; those still held are given back anyway)."""
+        if not isinstance(permit, Permit) or permit.name != self.name or permit.client is not self.client:
+            raise ValueError(f"{permit!r} is not a permit of {self!r}")
+        permit.release()
+
+    def __repr__(self) -> str:
+        return f"<redislock.Semaphore name={self.name!r}>"
+
+
+class Permit:
+    """Permits taken together by one ``Semaphore.acquire``: ``ids`` (16 random bytes each, the
+    zset members), ``lease`` (seconds of a fixed lease; None: renewed by the watchdog).
+
+    Released exactly once (``release()``, ``semaphore.release(permit)`` or leaving ``with``); a
+    second release raises ``NotOwnedError``, as a lock's. Any thread may release it."""
+
+    def __init__(self, semaphore: Semaphore, ids: list[bytes], lease: float | None) -> None:
+        self.semaphore = semaphore
+        self.client = semaphore.client
+        self.name = semaphore.name
+        self.ids: list[bytes] = list(ids)
+        self.lease = None if lease is None else lease_ms(lease) / 1000
+        self._hold: Hold | None = None
+        self._once = threading.Lock()  # taken by the one release (never given back)
+
+    @property
+    def released(self) -> bool:
+        return self._once.locked()
+
+    def _gone(self) -> bool:
+        """Released, lost, or past its local deadline (no round trip)."""
+        hold = self._hold
+        return self._once.locked() or hold is None or hold.lost or time.monotonic() >= hold.expires
+
+    def owned(self) -> bool:
+        """Whether every permit is still held: False without a round trip once released, lost
+        or past its lease locally; else every id is in the zset and not past its lease."""
+        if self._gone():
+            return False
+        engine = self.client._engine
+        return still_held(engine.call(self.name, *engine.sem_target(self.name).scores(self.ids)))
+
+    held = owned
+
+    def release(self) -> None:
+        """Give the permits back (waiters are granted or woken). NotOwnedError when released
+        before, or when some had expired or were lost (those still held are given back).
+
+        Sent on a connection of the client's own. Interrupted, it still gives them back: the
+        permit counts as released at once, and the ids are released now or by the watchdog."""
+        try:  # first: an interrupt at any later point still gives the permits back
+            if not self._once.acquire(blocking=False):
+                raise NotOwnedError(f"this permit of {self.name!r} was already released")
+            engine = self.client._engine
+            hold = self._hold
+            lost = hold is not None and (hold.lost or (hold.watch and time.monotonic() >= hold.expires))
+            if hold is not None:
+                engine.registry.remove(hold)
+            command = engine.sem_target(self.name).release(self.ids)
+            returned = parse_count(engine.run(self.name, [command], side=True)[0])
+        except NotOwnedError:
+            raise
+        except BaseException as error:
+            self._abandon(error)
+            raise
+        if lost or returned < len(self.ids):
+            raise NotOwnedError(
+                f"{len(self.ids) - returned} of the {len(self.ids)} permits of {self.name!r} had expired or were"
+                " lost (the others were given back)"
+                if returned < len(self.ids)
+                else f"the permits of {self.name!r} were lost (no renewal for a whole lease)"
+            )
+
+    def _abandon(self, error: BaseException) -> None:
+        """A release that raised before its reply was read: the permit counts as released, and
+        its ids are given back (now, or by the watchdog when the server cannot be asked)."""
+        self._once.acquire(blocking=False)
+        engine = self.client._engine
+        if self._hold is not None:
+            engine.registry.remove(self._hold)
+        if not isinstance(error, ResponseError):  # a reply read: the server changed nothing
+            engine.settle(
+                self.name, permit_owner(self.ids), held_for(self._hold, engine.lease_ms), error, SEM, tuple(self.ids)
+            )
+
+    def renew(self, lease: float | None = None) -> None:
+        """Reset the lease of every permit to ``lease`` seconds from now (None: the permit's
+        own lease, or ``client.lease`` when the watchdog keeps it). NotOwnedError (and the
+        permit is lost) when any of them is no longer held."""
+        engine = self.client._engine
+        hold = self._hold
+        if lease is not None:
+            ms = lease_ms(lease)
+        else:
+            ms = lease_ms(self.lease) if self.lease is not None else engine.lease_ms
+        if self._gone() or hold is None:
+            raise NotOwnedError(f"this permit of {self.name!r} is no longer held")
+        sent = time.monotonic()
+        renewed = parse_count(engine.run(self.name, [engine.sem_target(self.name).renew(self.ids, ms)], side=True)[0])
+        if renewed < len(self.ids):
+            if not engine.registry.lose(hold):
+                hold.lost = True
+            raise NotOwnedError(f"{len(self.ids) - renewed} of the permits of {self.name!r} are no longer held")
+        if hold.watch:
+            engine.registry.renewed(hold, sent, ms / 1000)
+        else:
+            self.lease = ms / 1000
+            hold.lease = self.lease
+            hold.expires = sent + self.lease
+
+    def extend(self, lease: float) -> None:
+        """Set the lease left of every permit to ``lease`` seconds (``renew(lease)``)."""
+        lease_ms(lease)
+        self.renew(lease)
+
+    def __enter__(self) -> Permit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"<redislock.Permit of {self.name!r}: {len(self.ids)} permit(s)>"
+
+
 class _Attempt:
     """One parallel attempt of a MultiLock: component outcomes as they come, and after the
     decision, components that answer late give back what they took."""
@@ -1159,4 +1486,4 @@ def _release_quietly(lock: Lock, owner: str) -> None:
         log.info("giving back %r failed: %r", lock, error)
 
 
-__all__ = ["Lock", "LockClient", "MultiLock", "RWLock", "ReadLock", "RedLock", "WriteLock"]
+__all__ = ["Lock", "LockClient", "MultiLock", "Permit", "RWLock", "ReadLock", "RedLock", "Semaphore", "WriteLock"]

@@ -86,8 +86,6 @@ from .._core import (
     raise_error,
     reconcile_commands,
     redlock_validity,
-    renew_commands,
-    renew_results,
     reply_grace,
     resolve,
     timed_out,
@@ -95,6 +93,27 @@ from .._core import (
     uses_scripts,
 )
 from .._errors import LockError, LockTimeout, NotOwnedError, ReplicaSyncError, UpgradeError
+from .._sem import (
+    SEM,
+    SETTLE_AGAIN,
+    SemAcquirePlan,
+    SemTarget,
+    check_acquire_permits,
+    check_total,
+    held_for,
+    info_map,
+    new_ids,
+    parse_available,
+    parse_count,
+    permit_hold,
+    permit_owner,
+    renew_batch,
+    renew_outcomes,
+    still_held,
+)
+from .._sem import acquire_flow as sem_acquire_flow
+from .._sem import check_cluster_name as check_sem_cluster_name
+from .._sem import timed_out as timed_out_permits
 from ..client import (
     MAX_REDIRECTS,
     SIDE_TIMEOUT,
@@ -246,6 +265,7 @@ class _Engine:
         self.id = str(uuid.uuid4())
         self.registry = Registry()
         self.mode_now: str | None = None if mode == "auto" else mode
+        self.sem_mode_now: str | None = LUA if mode == LUA else None
         self._nodes: dict[str, Any] = {}
         self._own: dict[str, Any] = {}
         self._watchdog: asyncio.Task[None] | None = None
@@ -326,6 +346,23 @@ class _Engine:
 
     async def target(self, key: str, deadline: float | None = None, kind: str = PLAIN) -> Target:
         return Target(await self.mode(key, deadline), key, self.cluster, kind)
+
+    async def sem_mode(self, key: str | None = None, deadline: float | None = None) -> str:
+        """The semaphores' mode (see the blocking client's ``sem_mode``)."""
+        if self.sem_mode_now is None:
+            if await self.mode(key, deadline) == LUA:
+                self.sem_mode_now = LUA
+            else:
+                command = ("COMMAND", "INFO", "lock.semacquire")
+                reply = (await _execute(await self.node(key), [command], 0.0, deadline))[0]
+                self.sem_mode_now = MODULE if module_loaded(raise_error(reply)) else LUA
+        return self.sem_mode_now
+
+    async def sem_target(self, key: str, deadline: float | None = None) -> SemTarget:
+        target = SemTarget(await self.sem_mode(key, deadline), key, self.cluster)
+        if self.cluster and target.mode == LUA:
+            check_sem_cluster_name(key)
+        return target
 
     async def run(
         self, key: str, commands: list[Command], extra: float = 0.0, deadline: float | None = None, side: bool = False
@@ -424,6 +461,12 @@ class _Engine:
         if self.mode_now is None:
             return True
         key, owner = suspect.key, suspect.owner
+        if suspect.kind == SEM:  # a permit's ids: released (what was not held is not counted)
+            if self.sem_mode_now is None or time.monotonic() < suspect.after:
+                return self.sem_mode_now is None
+            command = SemTarget(self.sem_mode_now, key, self.cluster).release(suspect.ids)
+            raise_error((await self.run_on(await self.own(key), [command]))[0])
+            return True
         if self.registry.busy(key, owner):
             return False
         own = await self.own(key)
@@ -447,18 +490,27 @@ class _Engine:
         except Exception as error:
             log.info("could not check %r after an interrupted call now (%r); the watchdog retries", suspect.key, error)
         finally:
+            if suspect.kind == SEM:  # released once more by the watchdog a moment later
+                suspect, done = suspect._replace(after=time.monotonic() + SETTLE_AGAIN), False
             if not done:
                 self.registry.suspect(suspect)
                 self.ensure_watchdog()
 
     async def settle(
-        self, key: str, owner: str, lease_s: float, error: BaseException | None = None, kind: str = PLAIN
+        self,
+        key: str,
+        owner: str,
+        lease_s: float,
+        error: BaseException | None = None,
+        kind: str = PLAIN,
+        ids: tuple[bytes, ...] = (),
     ) -> None:
         """After an acquire or release whose replies were not all read (an exception, a
-        cancellation, a timeout): release what the server granted beyond the book. Runs in a
-        task of its own that a second cancellation does not stop; a server that did not answer
-        is left to the watchdog."""
-        suspect = Suspect(key, owner, time.monotonic() + lease_s + 1.0, kind)
+        cancellation, a timeout): release what the server granted beyond the book (a
+        semaphore's permit ids: now, and once more a moment later). Runs in a task of its own
+        that a second cancellation does not stop; a server that did not answer is left to the
+        watchdog."""
+        suspect = Suspect(key, owner, time.monotonic() + lease_s + 1.0, kind, ids)
         now = not isinstance(error, (RedisConnectionError, RedisTimeoutError))
         task = asyncio.get_running_loop().create_task(self._settle(suspect, now))
         self._background.add(task)
@@ -509,7 +561,8 @@ class _Engine:
             client = await self.own(hold.key)
             by_node.setdefault(id(client), (client, []))[1].append((hold, ms))
         for client, group in by_node.values():
-            batch = renew_commands(self.mode_now, group, _slot if self.cluster else _one_slot)
+            slot = _slot if self.cluster else _one_slot
+            batch = renew_batch(self.mode_now, self.sem_mode_now, self.cluster, group, slot)
             leases = {id(h): ms for h, ms in group}
             sent = time.monotonic()
             try:
@@ -522,7 +575,7 @@ class _Engine:
             if self.cluster and any(is_redirect(r) for r in replies):
                 await refresh_slots(self.redis)
             for reply, (_, members) in zip(replies, batch):
-                for hold, renewed in renew_results(reply, members):
+                for hold, renewed in renew_outcomes(reply, members):
                     if renewed:
                         self.registry.renewed(hold, sent, leases[id(hold)] / 1000)
                     elif renewed is False and self.registry.lose(hold):
@@ -625,6 +678,18 @@ class LockClient:
     ) -> RWLock:
         """A read-write lock (see ``redislock.LockClient.rwlock``): ``rw.read`` / ``rw.write``."""
         return RWLock(self, name, owner, fenced, sync_replicas, sync_timeout, on_lost, timeout, max_hold)
+
+    def semaphore(
+        self,
+        name: str | bytes,
+        permits: int | None = None,
+        timeout: float | None = None,
+        on_lost: OnLost | None = None,
+        max_hold: Any = DEFAULT,
+    ) -> Semaphore:
+        """A semaphore with leased permits (see ``redislock.LockClient.semaphore``); ``permits``
+        is set (if the semaphore does not exist) before the object's first command."""
+        return Semaphore(self, name, permits, timeout, on_lost, max_hold)
 
     def synchronized(
         self, name: str | bytes, *, timeout: float | None = None, lease: float | None = None, **options: Any
@@ -923,6 +988,284 @@ class RWLock:
         return f"<redislock.asyncio.RWLock name={self.name!r}>"
 
 
+class Semaphore:
+    """The asyncio semaphore with leased permits (see ``redislock.Semaphore``).
+
+    ``permits=`` on ``locks.semaphore(...)`` is set (only if the semaphore does not exist yet)
+    before this object's first command, not at construction: ``await sem.try_set_permits(n)``
+    does it explicitly."""
+
+    def __init__(
+        self,
+        client: LockClient,
+        name: str | bytes,
+        permits: int | None = None,
+        timeout: float | None = None,
+        on_lost: OnLost | None = None,
+        max_hold: Any = DEFAULT,
+    ) -> None:
+        self.name = check_name(name)
+        self._initial = None if permits is None else check_total(permits)
+        self.timeout = check_timeout(timeout)
+        self.on_lost = check_callback(on_lost)
+        self.max_hold = client.max_hold if max_hold is DEFAULT else check_max_hold(max_hold)
+        self.client = client
+
+    @property
+    def _engine(self) -> _Engine:
+        return self.client._engine
+
+    async def detect_mode(self) -> str:
+        """``"module"`` (LOCK.SEM* commands) or ``"lua"`` (our scripts): what this semaphore uses."""
+        return await self._engine.sem_mode(self.name)
+
+    async def _ready(self) -> None:
+        """The permits given to ``locks.semaphore(..., permits=n)``, set once before first use."""
+        initial = self._initial
+        if initial is not None:
+            await self._try_set(initial)
+            self._initial = None
+
+    async def _call(self, command_of: Callable[[SemTarget], Command], side: bool = False) -> Any:
+        engine = self._engine
+        target = await engine.sem_target(self.name)
+        return raise_error((await engine.run(self.name, [command_of(target)], side=side))[0])
+
+    def try_set_permits(self, permits: int) -> Coroutine[Any, Any, bool]:
+        """Set the permits only if the semaphore does not exist yet; True if it was set."""
+        total = check_total(permits)
+        self._initial = None
+        return self._try_set(total)
+
+    async def _try_set(self, total: int) -> bool:
+        return parse_count(await self._call(lambda t: t.try_set_permits(total))) == 1
+
+    def set_permits(self, permits: int) -> Coroutine[Any, Any, None]:
+        """Make the total (available + held) ``permits`` (see ``redislock.Semaphore``)."""
+        total = check_total(permits)
+        return self._set(total)
+
+    async def _set(self, total: int) -> None:
+        await self._ready()
+        await self._call(lambda t: t.set_permits(total))
+
+    async def available(self) -> int:
+        """The permits available now (expired permits counted back first)."""
+        await self._ready()
+        engine = self._engine
+        target = await engine.sem_target(self.name)
+        return parse_available(target.mode, (await engine.run(self.name, [target.available()]))[0])
+
+    async def info(self) -> dict[str, Any]:
+        """LOCK.SEMINFO (module mode) as a dict."""
+        await self._ready()
+        engine = self._engine
+        if await engine.sem_mode(self.name) != MODULE:
+            raise RuntimeError("semaphore info needs the module's LOCK.SEMINFO (this semaphore is in lua mode)")
+        return info_map(await engine.call(self.name, "LOCK.SEMINFO", self.name))
+
+    def acquire(self, permits: int = 1, timeout: Any = DEFAULT, lease: float | None = None) -> _Acquiring:
+        """Take ``permits`` permits together: ``p = await sem.acquire(...)``, or
+        ``async with sem.acquire(...) as p:`` (released on exit). ``redislock.LockTimeout``
+        when ``timeout`` (default: the semaphore's) runs out; see ``redislock.Semaphore.acquire``."""
+        if timeout is DEFAULT:
+            timeout = self.timeout
+        count, wait = check_acquire_permits(permits), check_timeout(timeout)
+        if lease is not None:
+            lease_ms(lease)
+        return _Acquiring(self._acquire_or_raise(count, wait, lease))
+
+    async def _acquire_or_raise(self, count: int, wait: float | None, lease: float | None) -> Permit:
+        return await self._acquire(count, wait, lease, True)  # type: ignore[return-value]
+
+    def try_acquire(
+        self, permits: int = 1, timeout: float | None = 0.0, lease: float | None = None
+    ) -> Coroutine[Any, Any, Permit | None]:
+        """As ``acquire``, but None when ``timeout`` runs out (by default one attempt)."""
+        count, wait = check_acquire_permits(permits), check_timeout(timeout)
+        if lease is not None:
+            lease_ms(lease)
+        return self._acquire(count, wait, lease)
+
+    async def _acquire(
+        self, count: int, wait: float | None, lease: float | None, or_raise: bool = False
+    ) -> Permit | None:
+        engine = self._engine
+        hold_ms = hold_lease_ms(lease, engine.lease_ms, self.max_hold)
+        if engine.closed:
+            raise RuntimeError("the LockClient is closed")
+        await self._ready()
+        ids = new_ids(count)
+        ticket = Ticket(self.name, permit_owner(ids), SEM)
+        hold: Hold | None = None
+        try:
+            if lease is None:
+                engine.ensure_watchdog()
+            deadline = hard_deadline(wait, 0, 0, engine.grace, None)
+            target = await engine.sem_target(self.name, deadline)
+            plan = SemAcquirePlan(target, ids, hold_ms, True, wait)
+            got, sent = await engine.drive(sem_acquire_flow(plan), deadline, False, ticket)
+            if not got.acquired:
+                if or_raise:
+                    raise timed_out_permits(self.name, count, wait)
+                return None
+            start = time.monotonic() if target.mode == MODULE and wait != 0 else sent
+            permit = Permit(self, ids, lease)
+            hold = permit._hold = permit_hold(
+                self.name, ids, lease is None, self.on_lost, permit, hold_ms / 1000, start, self.max_hold
+            )
+            if lease is None:
+                engine.registry.add(hold)
+            return permit
+        except LockTimeout:
+            raise
+        except BaseException as error:
+            # Cancelled, timed out or failed with the outcome unknown: the ids this call
+            # generated are given back (now, and once more a moment later).
+            if hold is not None:
+                engine.registry.remove(hold)
+            if ticket.sent:
+                await engine.settle(self.name, ticket.owner, hold_ms / 1000, error, SEM, tuple(ids))
+            raise
+
+    def release(self, permit: Permit) -> Coroutine[Any, Any, None]:
+        """``permit.release()`` (see ``redislock.Semaphore.release``)."""
+        if not isinstance(permit, Permit) or permit.name != self.name or permit.client is not self.client:
+            raise ValueError(f"{permit!r} is not a permit of {self!r}")
+        return permit.release()
+
+    def __repr__(self) -> str:
+        return f"<redislock.asyncio.Semaphore name={self.name!r}>"
+
+
+class _Acquiring(Coroutine[Any, Any, "Permit"]):
+    """What ``Semaphore.acquire`` returns: a coroutine (await it, or run it as a task) that is
+    also an async context manager whose exit releases the permit."""
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Permit]) -> None:
+        self._coroutine = coroutine
+        self._permit: Permit | None = None
+
+    def send(self, value: Any) -> Any:
+        return self._coroutine.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        return self._coroutine.throw(*args)
+
+    def close(self) -> None:
+        self._coroutine.close()
+
+    def __await__(self) -> Generator[Any, None, Permit]:
+        return self._coroutine.__await__()
+
+    async def __aenter__(self) -> Permit:
+        self._permit = await self._coroutine
+        return self._permit
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._permit is not None:
+            await self._permit.release()
+
+
+class Permit:
+    """The asyncio ``Permit`` (see ``redislock.Permit``): ``await p.release()``,
+    ``await p.renew()``, ``await p.owned()``; ``async with p:`` releases on exit."""
+
+    def __init__(self, semaphore: Semaphore, ids: list[bytes], lease: float | None) -> None:
+        self.semaphore = semaphore
+        self.client = semaphore.client
+        self.name = semaphore.name
+        self.ids: list[bytes] = list(ids)
+        self.lease = None if lease is None else lease_ms(lease) / 1000
+        self._hold: Hold | None = None
+        self._released = False
+
+    @property
+    def released(self) -> bool:
+        return self._released
+
+    def _gone(self) -> bool:
+        hold = self._hold
+        return self._released or hold is None or hold.lost or time.monotonic() >= hold.expires
+
+    async def owned(self) -> bool:
+        """Whether every permit is still held (False without a round trip once released, lost
+        or past its lease locally)."""
+        if self._gone():
+            return False
+        engine = self.client._engine
+        target = await engine.sem_target(self.name)
+        return still_held(await engine.call(self.name, *target.scores(self.ids)))
+
+    held = owned
+
+    async def release(self) -> None:
+        """Give the permits back, exactly once (see ``redislock.Permit.release``); cancelled,
+        it still gives them back."""
+        if self._released:
+            raise NotOwnedError(f"this permit of {self.name!r} was already released")
+        self._released = True
+        engine = self.client._engine
+        hold = self._hold
+        lost = hold is not None and (hold.lost or (hold.watch and time.monotonic() >= hold.expires))
+        if hold is not None:
+            engine.registry.remove(hold)
+        try:
+            command = (await engine.sem_target(self.name)).release(self.ids)
+            returned = parse_count((await engine.run(self.name, [command], side=True))[0])
+        except BaseException as error:
+            if not isinstance(error, ResponseError):  # sent or not: given back
+                owner = permit_owner(self.ids)
+                await engine.settle(self.name, owner, held_for(hold, engine.lease_ms), error, SEM, tuple(self.ids))
+            raise
+        if lost or returned < len(self.ids):
+            raise NotOwnedError(
+                f"{len(self.ids) - returned} of the {len(self.ids)} permits of {self.name!r} had expired or were"
+                " lost (the others were given back)"
+                if returned < len(self.ids)
+                else f"the permits of {self.name!r} were lost (no renewal for a whole lease)"
+            )
+
+    async def renew(self, lease: float | None = None) -> None:
+        """Reset the lease of every permit to ``lease`` seconds from now (see
+        ``redislock.Permit.renew``)."""
+        engine = self.client._engine
+        hold = self._hold
+        if lease is not None:
+            ms = lease_ms(lease)
+        else:
+            ms = lease_ms(self.lease) if self.lease is not None else engine.lease_ms
+        if self._gone() or hold is None:
+            raise NotOwnedError(f"this permit of {self.name!r} is no longer held")
+        target = await engine.sem_target(self.name)
+        sent = time.monotonic()
+        renewed = parse_count((await engine.run(self.name, [target.renew(self.ids, ms)], side=True))[0])
+        if renewed < len(self.ids):
+            if not engine.registry.lose(hold):
+                hold.lost = True
+            raise NotOwnedError(f"{len(self.ids) - renewed} of the permits of {self.name!r} are no longer held")
+        if hold.watch:
+            engine.registry.renewed(hold, sent, ms / 1000)
+        else:
+            self.lease = ms / 1000
+            hold.lease = self.lease
+            hold.expires = sent + self.lease
+
+    def extend(self, lease: float) -> Coroutine[Any, Any, None]:
+        """Set the lease left of every permit to ``lease`` seconds (``renew(lease)``)."""
+        lease_ms(lease)
+        return self.renew(lease)
+
+    async def __aenter__(self) -> Permit:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.release()
+
+    def __repr__(self) -> str:
+        return f"<redislock.asyncio.Permit of {self.name!r}: {len(self.ids)} permit(s)>"
+
+
 class MultiLock:
     """The asyncio MultiLock: components tried concurrently, decided as soon as the outcome
     is known; late components are cancelled (and give back whatever they took). ``timeout``
@@ -1114,10 +1457,12 @@ __all__ = [
     "LockTimeout",
     "MultiLock",
     "NotOwnedError",
+    "Permit",
     "RWLock",
     "ReadLock",
     "RedLock",
     "ReplicaSyncError",
+    "Semaphore",
     "UpgradeError",
     "WriteLock",
 ]
