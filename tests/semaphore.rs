@@ -184,6 +184,10 @@ fn bad_input_is_refused_and_changes_nothing() {
         }
     }
     assert!(cmd!(c, "LOCK.SEMACQUIRE", "n", 0, 1, "a").err().contains("not an integer"));
+    // A count written by hand at the i64 bound: a new total would not be one exact increment.
+    cmd!(c, "SET", "m", i64::MIN);
+    assert!(cmd!(c, "LOCK.SEMSET", "m", 5).err().contains("out of range"));
+    assert_eq!(cmd!(c, "GET", "m").str(), i64::MIN.to_string());
     assert_eq!(cmd!(c, "GET", "n").str(), "1.5");
     assert_eq!(cmd!(c, "TYPE", "{n}:timeout").str(), "none");
 }

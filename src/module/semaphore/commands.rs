@@ -59,6 +59,10 @@ fn semset(ctx: Ctx, strs: &[RStr], argv: &[&[u8]]) -> Result<(), Error> {
     let expired = sem.expired(ctx, now);
     let held = i64::try_from(sem.held(ctx).saturating_sub(expired.len())).unwrap_or(i64::MAX);
     let new = state::after_set(a.permits, held);
+    // The change as one exact increment (a count written by hand near the i64 bounds would
+    // make it overflow): refused before anything is written.
+    let returned = i64::try_from(expired.len()).unwrap_or(i64::MAX);
+    old.checked_add(returned).and_then(|c| new.checked_sub(c)).ok_or(Error::SemNotInteger)?;
     // Expired permits return (as the timer would) before the total is set.
     let raised = !exists || new > old || !expired.is_empty();
     if raised {
