@@ -259,12 +259,22 @@ pub fn publish(ctx: Ctx, sharded: bool, channel: RStr, msg: RStr) {
 /// A semaphore's count changed by `delta` to `value`, its TTL kept: `INCRBY key delta`, or
 /// through a longer argv `SET key value KEEPTTL [KEEPTTL ...]` (every server from 7.0 accepts
 /// the repeated flag); otherwise `INCRBY` through `RM_Replicate`.
-pub fn count(ctx: Ctx, key: RStr, delta: RStr, value: RStr) {
-    let done = in_place(ctx, &[word(|w| &w.incrby), key, delta], &[])
-        || in_place(ctx, &[word(|w| &w.set), key, value, word(|w| &w.keepttl)], &[word(|w| &w.keepttl)]);
-    if !done {
-        crate::ffi::replicate::replicate_argv(ctx, c"INCRBY", &[key, delta]);
+pub fn count(ctx: Ctx, key: RStr, delta: i64, value: &[u8]) {
+    let (_, argc) = CURRENT.with(Cell::get);
+    // Only the string the effect takes is made.
+    if argc == 3 {
+        let d = OwnedStr::from_i64(delta);
+        if in_place(ctx, &[word(|w| &w.incrby), key, d.ptr()], &[]) {
+            return;
+        }
+    } else {
+        let v = OwnedStr::new(value);
+        if in_place(ctx, &[word(|w| &w.set), key, v.ptr(), word(|w| &w.keepttl)], &[word(|w| &w.keepttl)]) {
+            return;
+        }
     }
+    let d = OwnedStr::from_i64(delta);
+    crate::ffi::replicate::replicate_argv(ctx, c"INCRBY", &[key, d.ptr()]);
 }
 
 /// `ZADD key score member [score member ...]`; one member through a five-slot argv as

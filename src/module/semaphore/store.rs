@@ -187,9 +187,7 @@ impl Sem<'_> {
                 self.key.set_deadline(d, rm::millis());
             }
         }
-        let v = OwnedStr::new(text);
-        let by = OwnedStr::from_i64(delta);
-        replication::count(ctx, self.name, by.ptr(), v.ptr());
+        replication::count(ctx, self.name, delta, text);
         let event = if delta >= 0 { c"incrby" } else { c"decrby" };
         rm::notify(ctx, NOTIFY_STRING, event, self.name);
         rm::signal_modified(ctx, self.name);
