@@ -121,8 +121,7 @@ impl Layout {
         }
     }
 
-    /// Fixed KEYS and ARGV, then `each_args` repeated once per unit (at least once) at the end
-    /// of ARGV (a semaphore script's permit ids).
+    /// Fixed KEYS and ARGV, then `each_args` once per unit (at least once): a list of ids.
     pub const fn args_tail(
         keys: &'static [Role],
         args: &'static [Role],
@@ -430,16 +429,6 @@ mod tests {
             assert_eq!(parse(&FIXED, argv(bad)), Err(Mismatch::Shape), "{bad:?}");
         }
         assert_eq!(parse(&FIXED, argv(&["2", "k", "c", "0", "RPUSH"])), Err(Mismatch::Argument));
-    }
-
-    #[test]
-    fn an_argument_tail_is_counted_from_the_arguments() {
-        const TAIL: Layout = Layout::args_tail(&[Role::Lock, Role::Permits], &[Role::Count], &[Role::Id]);
-        let c = parse(&TAIL, argv(&["2", "k", "z", "2", "a", "b"])).expect("match");
-        assert_eq!((c.units, c.unit_arg_index(1, Role::Id)), (2, Some(2)));
-        for bad in [&["2", "k", "z", "2"][..], &["1", "k", "2", "a"], &["3", "k", "z", "x", "2", "a"]] {
-            assert_eq!(parse(&TAIL, argv(bad)), Err(Mismatch::Shape), "{bad:?}");
-        }
     }
 
     #[test]

@@ -247,6 +247,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_argument_tail_is_counted_from_the_arguments() {
+        use crate::logic::scripts::{parse, Mismatch};
+        let argv = |v: &[&'static str]| -> Vec<&'static [u8]> { v.iter().map(|a| a.as_bytes()).collect() };
+        let layout = &OPS[SemOp::PesTryAcquire as usize].layout;
+        let ok = argv(&["3", "k", "z", "c", "2", "9", "1", "922337203685477", "PUBLISH", "a", "b"]);
+        let c = parse(layout, &ok).expect("match");
+        assert_eq!((c.units, c.unit_arg_index(1, Role::Id)), (2, Some(6)));
+        for bad in
+            [&["3", "k", "z", "c", "2", "9", "1", "922337203685477", "PUBLISH"][..], &["2", "k", "z", "1"]]
+        {
+            assert_eq!(parse(layout, &argv(bad)), Err(Mismatch::Shape), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn operations_are_listed_in_declaration_order() {
         for (i, (d, op)) in OPS.iter().zip(ALL).enumerate() {
             assert_eq!(usize::from(d.op.code), i);

@@ -5,10 +5,13 @@
 //! - `commands`: LOCK.SEMSET / SEMACQUIRE / SEMRELEASE / SEMRENEW / SEMINFO and their rows
 //! - `waiting`: the kind in the waiting core (FIFO, all-or-none grants of several permits)
 //! - `leases`: a timer per semaphore at its earliest lease end, waiters or not
-//! - `scripts`: Redisson's semaphore and permit-expirable semaphore scripts run natively
+//! - `scripts`: Redisson's semaphore and permit-expirable semaphore scripts run natively (the
+//!   decisions per script in `script_counts` and `script_permits`)
 
 pub mod commands;
 pub mod leases;
+mod script_counts;
+mod script_permits;
 pub mod scripts;
 pub mod store;
 pub mod waiting;
