@@ -11,6 +11,7 @@
 pub mod commands;
 pub mod leases;
 mod script_counts;
+mod script_path;
 mod script_permits;
 pub mod scripts;
 pub mod store;

@@ -2,7 +2,7 @@
 //! alone): what each call reads of the count, the path it runs and what it replies
 //! (`scripts.rs` checks the path, writes and replies).
 
-use super::scripts::{int_arg, int_value, slot, Act, Out, Path, LUA_EXACT};
+use super::script_path::{int_arg, int_value, slot, Act, Out, Path, LUA_EXACT};
 use crate::ffi::rm;
 use crate::logic::args::parse_i64;
 use crate::logic::plan::{Arg, Cmd, Quirk};

@@ -2,7 +2,7 @@
 //! permits): the reclaim, the acquire, the releases, the counts, the total, the leases
 //! (`scripts.rs` checks the path, writes and replies).
 
-use super::scripts::{
+use super::script_path::{
     id_slots, int_arg, int_value, lua, score_text, slot, zset_has_expired, Act, Out, Path, LUA_EXACT,
     UNPACK_MAX,
 };
