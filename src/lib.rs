@@ -100,7 +100,11 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             "lock module: cannot subscribe to write-state events; every write check asks the server",
         );
     }
+    // Loading also ends with a look at the dataset (the semaphores' lease timers): this
+    // subscription replaces the one above for that event, and invalidates as it did.
+    let watched = watched && events::subscribe(ctx, events::LOADING, wait::on_loading);
     writes::set_watched(watched);
+    wait::loaded(ctx);
     Status::Ok
 }
 

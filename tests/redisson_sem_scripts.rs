@@ -274,3 +274,41 @@ fn native_runs_replicate_exactly_to_a_replica_without_the_module() {
     assert!(replica_caught_up(&mut mc, &mut rc, Duration::from_secs(10)));
     assert_same_keyspace(&mut m, &mut r, 2000, "replica");
 }
+
+/// A native run checks every command on the script's path against the caller's ACL before
+/// writing: a user who may not ZADD gets the script's ACL error and nothing changes; a user who
+/// may not publish on the channel cannot release.
+#[test]
+fn native_runs_follow_the_callers_acl() {
+    let s = Server::start_opts(native_opts());
+    let mut c = Conn::new(s.port);
+    load_sem(&mut c);
+    let sha = |op: &str| sem_scripts().into_iter().find(|x| x.kind == op).expect("op").sha;
+    cmd!(c, "SET", "s1", 2);
+    cmd!(c, "ACL", "SETUSER", "u", "on", "nopass", "+@all", "-zadd", "~*", "&*");
+    cmd!(c, "ACL", "SETUSER", "v", "on", "nopass", "+@all", "~*", "resetchannels");
+    let now = client_now().to_string();
+    let acquire: Call = (
+        "pes-tryacquire",
+        vec![b("s1"), b(zset("s1")), b(channel("s1"))],
+        vec![b("1"), b(NO_LEASE), b(&now), b(NO_LEASE), b("PUBLISH"), b("x")],
+    );
+    let mut u = Conn::new(s.port);
+    cmd!(u, "AUTH", "u", "x");
+    let e = evalsha(&mut u, &sha("pes-tryacquire"), &acquire);
+    assert!(e.is_err() && e.err().contains("zadd"), "{e:?}");
+    assert_eq!(cmd!(c, "GET", "s1").str(), "2");
+    assert_eq!(cmd!(c, "EXISTS", zset("s1")).int(), 0);
+    assert_eq!(evalsha(&mut c, &sha("pes-tryacquire"), &acquire), R::Bulk(b("OK")));
+    let release: Call = (
+        "pes-release",
+        vec![b("s1"), b(channel("s1")), b(zset("s1"))],
+        vec![b("x"), b("1"), b(&now), b("PUBLISH")],
+    );
+    let mut v = Conn::new(s.port);
+    cmd!(v, "AUTH", "v", "x");
+    let e = evalsha(&mut v, &sha("pes-release"), &release);
+    assert!(e.is_err(), "{e:?}");
+    assert_eq!(cmd!(c, "GET", "s1").str(), "1", "nothing returned");
+    assert_eq!(evalsha(&mut c, &sha("pes-release"), &release), R::Int(1));
+}

@@ -236,6 +236,34 @@ fn expired_permits_return_on_time_without_client_activity() {
     assert_eq!(avail(&mut c, "s").str(), "1");
 }
 
+/// Leases survive a restart (AOF) and a promotion: the loaded or replicated permits return at
+/// their deadline with no semaphore command sent afterwards.
+#[test]
+fn leases_return_on_time_after_a_restart_and_after_a_promotion() {
+    let mut s = Server::start_with("--appendonly yes");
+    let mut c = Conn::new(s.port);
+    cmd!(c, "LOCK.SEMSET", "s", 2);
+    cmd!(c, "LOCK.SEMACQUIRE", "s", 2500, 1, "a");
+    s.restart("");
+    let mut c = Conn::new(s.port);
+    assert_eq!(avail(&mut c, "s").str(), "1", "the permit was loaded held");
+    let back = wait_for(Duration::from_secs(8), || (avail(&mut c, "s").str() == "2").then_some(()));
+    assert!(back.is_some(), "the loaded permit returned on time: {:?}", held(&mut c, Z));
+    let master = Server::start();
+    let replica = Server::start();
+    replica.replicate_from(&master);
+    let mut m = Conn::new(master.port);
+    cmd!(m, "LOCK.SEMSET", "s", 1);
+    cmd!(m, "LOCK.SEMACQUIRE", "s", 1500, 1, "b");
+    let (mut mc, mut rc) = (master.conn(), replica.conn());
+    assert!(replica_caught_up(&mut mc, &mut rc, Duration::from_secs(10)));
+    drop(master);
+    let mut r = Conn::new(replica.port);
+    assert_eq!(cmd!(r, "REPLICAOF", "NO", "ONE").str(), "OK");
+    let back = wait_for(Duration::from_secs(8), || (avail(&mut r, "s").str() == "1").then_some(()));
+    assert!(back.is_some(), "the promoted replica returned the permit: {:?}", held(&mut r, Z));
+}
+
 #[test]
 fn waiters_are_served_in_order_with_several_permits_and_nobody_barges() {
     let (s, mut c) = started();

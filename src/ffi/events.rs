@@ -11,8 +11,9 @@ pub use redis_module::raw::{
 
 /// Subevents the waiters react to (module/wait).
 pub use redis_module::raw::{
+    REDISMODULE_EVENT_LOADING as LOADING, REDISMODULE_EVENT_REPLROLECHANGED_NOW_MASTER as NOW_MASTER,
     REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA as NOW_REPLICA,
-    REDISMODULE_SUBEVENT_FLUSHDB_END as FLUSHDB_END,
+    REDISMODULE_SUBEVENT_FLUSHDB_END as FLUSHDB_END, REDISMODULE_SUBEVENT_LOADING_ENDED as LOADING_ENDED,
 };
 
 /// Events that may change whether the server refuses writes (module/writes.rs).

@@ -352,6 +352,30 @@ impl Key {
     }
 }
 
+/// Call `f` with the name of every key of the context's selected database (`RM_Scan`: a key
+/// present for the whole scan is seen at least once). `f` must not write.
+pub fn scan_names(ctx: super::rm::Ctx, f: &mut dyn FnMut(&[u8])) {
+    unsafe extern "C" fn visit(
+        _ctx: *mut raw::RedisModuleCtx,
+        name: *mut raw::RedisModuleString,
+        _key: *mut raw::RedisModuleKey,
+        privdata: *mut std::os::raw::c_void,
+    ) {
+        // SAFETY: privdata is the `&mut dyn FnMut` below, alive for the whole scan; the name
+        // is the server's, valid during the callback.
+        let f = unsafe { &mut *privdata.cast::<&mut dyn FnMut(&[u8])>() };
+        f(bytes(&RStr(name)));
+    }
+    let cursor = rm!(RedisModule_ScanCursorCreate() else null_mut());
+    if cursor.is_null() {
+        return;
+    }
+    let mut f: &mut dyn FnMut(&[u8]) = f;
+    let pd = (&mut f as *mut &mut dyn FnMut(&[u8])).cast::<std::os::raw::c_void>();
+    while rm!(RedisModule_Scan(ctx.0, cursor, Some(visit), pd) else 0) != 0 {}
+    rm!(RedisModule_ScanCursorDestroy(cursor) else ());
+}
+
 /// A zset score as whole ms (clamped; NaN is 0).
 fn score_ms(score: f64) -> i64 {
     if score.is_nan() {

@@ -221,6 +221,11 @@ pub fn select_db(ctx: Ctx, db: i32) {
     rm!(RedisModule_SelectDb(ctx.0, db) else 0);
 }
 
+/// Select database `db`; false when the server has no such database.
+pub fn try_select_db(ctx: Ctx, db: i32) -> bool {
+    rm!(RedisModule_SelectDb(ctx.0, db) else raw::REDISMODULE_ERR as c_int) == raw::REDISMODULE_OK as c_int
+}
+
 /// A Redis string this module owns; freed on drop.
 pub struct OwnedStr(RStr);
 

@@ -233,6 +233,35 @@ fn on_seen<K: Kind>(ctx: Ctx) {
     });
 }
 
+/// The dataset arrived (loaded, or this server became a master): every `...:timeout` key in
+/// every database is looked at from the next 0 ms timer, as a written one would be, so permits
+/// loaded from disk or replicated here return on time with no client activity. One scan of the
+/// keyspace (cheap next to the loading itself).
+pub fn rescan<K: Kind>(ctx: Ctx) {
+    let before = rm::selected_db(ctx);
+    let mut found: Vec<KeyId> = Vec::new();
+    let mut db = 0;
+    while rm::try_select_db(ctx, db) {
+        crate::ffi::key::scan_names(ctx, &mut |name| {
+            if name.ends_with(b":timeout") {
+                found.push((db, name.to_vec()));
+            }
+        });
+        db += 1;
+    }
+    rm::select_db(ctx, before);
+    if found.is_empty() {
+        return;
+    }
+    // Semaphores are in use here: Redisson's Lua-taken permits are watched from now on too.
+    in_use(ctx);
+    SEEN.lock().unwrap_or_else(PoisonError::into_inner).extend(found);
+    let mut t = SEEN_TIMER.lock().unwrap_or_else(PoisonError::into_inner);
+    if t.is_none() {
+        *t = Some(timers::after(ctx, 0, on_seen::<K>));
+    }
+}
+
 /// Module unload: stop the timers (their code goes with the library).
 pub fn stop_all(ctx: Ctx) {
     if let Some((t, _)) = with_book(|b| b.timer.take()) {

@@ -90,4 +90,9 @@ impl Kind for Semaphore {
     fn key_written(ctx: Ctx, key: &[u8]) {
         leases::key_event::<Self>(ctx, key);
     }
+
+    /// Permits loaded from disk or replicated here before a promotion: their lease ends.
+    fn dataset_arrived(ctx: Ctx) {
+        leases::rescan::<Self>(ctx);
+    }
 }

@@ -30,6 +30,8 @@ pub struct Ops {
     reset: fn(),
     /// Any key was written ([`Kind::key_written`]).
     key_written: fn(Ctx, &[u8]),
+    /// The dataset was loaded or this server became a master ([`Kind::dataset_arrived`]).
+    dataset_arrived: fn(Ctx),
 }
 
 /// The row of kind `K`.
@@ -40,6 +42,7 @@ pub const fn ops<K: Kind>() -> Ops {
         fail_everyone: fail_everyone::<K>,
         reset: reset_kind::<K>,
         key_written: K::key_written,
+        dataset_arrived: K::dataset_arrived,
     }
 }
 
@@ -150,9 +153,27 @@ events::callback!(on_swapdb, swapdb, with_sub);
 fn role_change(ctx: Ctx, sub: u64) {
     // Whether writes are refused (and the server is a read-only replica) changed.
     writes::invalidate();
+    if sub == events::NOW_MASTER {
+        quietly(ctx, "promotion", || kinds().iter().for_each(|k| (k.dataset_arrived)(ctx)));
+    }
     if sub != events::NOW_REPLICA {
         return;
     }
     quietly(ctx, "role change", || kinds().iter().for_each(|k| (k.fail_everyone)(ctx, Error::NotMaster)));
 }
 events::callback!(on_role_change, role_change, with_sub);
+
+/// Loading (an RDB or AOF at start-up, a replica's full sync, DEBUG RELOAD): whether writes are
+/// refused may change (`writes.rs`), and once it ended the kinds look at the dataset again.
+fn loading(ctx: Ctx, sub: u64) {
+    writes::invalidate();
+    if sub == events::LOADING_ENDED {
+        quietly(ctx, "loading", || kinds().iter().for_each(|k| (k.dataset_arrived)(ctx)));
+    }
+}
+events::callback!(on_loading, loading, with_sub);
+
+/// Module load with a dataset already there (`MODULE LOAD` at run time): the same look.
+pub fn loaded(ctx: Ctx) {
+    kinds().iter().for_each(|k| (k.dataset_arrived)(ctx));
+}

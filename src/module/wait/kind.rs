@@ -64,4 +64,7 @@ pub trait Kind: Sized + 'static {
     /// keyspace is watched): a kind that tracks keys other than its waiters' looks here.
     /// Must not write (schedule a timer instead).
     fn key_written(_ctx: Ctx, _key: &[u8]) {}
+    /// The dataset may hold keys this module has not seen written (loaded from disk, or this
+    /// server just became a master): a kind that tracks keys looks at them again.
+    fn dataset_arrived(_ctx: Ctx) {}
 }

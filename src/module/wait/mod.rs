@@ -22,7 +22,9 @@ pub mod join;
 pub mod kind;
 pub mod table;
 
-pub use events::{can_unload, init, on_flush, on_role_change, on_swapdb, ops, reset, Ops};
+pub use events::{
+    can_unload, init, loaded, on_flush, on_loading, on_role_change, on_swapdb, ops, reset, Ops,
+};
 pub use grants::{grant_head, queue_turn, turn, Turn};
 pub use join::{block, has_waiters, waiting_on, waiting_split, waiting_sum};
 pub use kind::{Grant, Kind, Look};
