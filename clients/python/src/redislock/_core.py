@@ -683,7 +683,7 @@ class Hold:
     def abandoned(self) -> str | None:
         """Why nobody can release this hold any more (then it is not renewed), or None."""
         if self.locks and all(ref() is None for ref in self.locks):
-            return "its Lock object was garbage-collected"
+            return "its Lock or Permit object was garbage-collected"
         if self.holder is not None and not self.holder():
             return "the thread or task that took it has ended"
         return None
