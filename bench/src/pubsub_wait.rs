@@ -8,7 +8,12 @@ use testkit::resp::Conn;
 /// Wait as a Redisson client does. `try_once` is an acquire: `None` when it took the object,
 /// else the ms to wait at most before trying again (< 0: until a message). Whether it took it
 /// before `deadline`.
-pub fn acquire(sub: &mut Conn, chan: &[u8], deadline: Instant, mut try_once: impl FnMut() -> Option<i64>) -> bool {
+pub fn acquire(
+    sub: &mut Conn,
+    chan: &[u8],
+    deadline: Instant,
+    mut try_once: impl FnMut() -> Option<i64>,
+) -> bool {
     if try_once().is_none() {
         return true;
     }

@@ -83,7 +83,6 @@ fn pes_release(k: &str, i: usize, now: i64) -> redis::Cmd {
     c
 }
 
-
 fn command(op: Op, native_cmd: bool, i: usize, now: i64) -> redis::Cmd {
     let k = key(i);
     match (op, native_cmd) {
@@ -133,7 +132,14 @@ fn untimed(con: &mut redis::Connection, cmds: &[redis::Cmd]) {
 
 /// One phase of `op` over `n` semaphores: set-up (untimed), timed, FLUSHALL. (ops/s, server µs
 /// per call, unexpected replies).
-fn phase(con: &mut redis::Connection, port: u16, op: Op, native_cmd: bool, n: usize, stat: &str) -> (f64, f64, usize) {
+fn phase(
+    con: &mut redis::Connection,
+    port: u16,
+    op: Op,
+    native_cmd: bool,
+    n: usize,
+    stat: &str,
+) -> (f64, f64, usize) {
     let now = now_ms();
     let set = |i: usize, p: i64| {
         let mut c = redis::cmd("SET");
@@ -206,8 +212,7 @@ fn compare(
 }
 
 fn register(con: &mut redis::Connection) {
-    let extra: Vec<String> =
-        SCRIPTS.iter().map(|op| format!("{op}:{}:{}", sha(op), lua(op).len())).collect();
+    let extra: Vec<String> = SCRIPTS.iter().map(|op| format!("{op}:{}:{}", sha(op), lua(op).len())).collect();
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
         .arg("lock.redisson-extra-scripts")
@@ -269,7 +274,14 @@ struct Out {
     bad: usize,
 }
 
-fn contender(port: u16, wait: bool, who: usize, out_now: Arc<(AtomicI64, AtomicU64)>, barrier: Arc<Barrier>, dur: Duration) -> Out {
+fn contender(
+    port: u16,
+    wait: bool,
+    who: usize,
+    out_now: Arc<(AtomicI64, AtomicU64)>,
+    barrier: Arc<Barrier>,
+    dur: Duration,
+) -> Out {
     let mut c = crate::connect(port);
     let mut sub = Conn::new(port);
     let chan = channel(CKEY);
@@ -304,7 +316,10 @@ fn contender(port: u16, wait: bool, who: usize, out_now: Arc<(AtomicI64, AtomicU
                 match cmd.query::<Value>(c) {
                     Ok(Value::BulkString(b)) if b == b"OK" => None,
                     Ok(Value::BulkString(b)) => Some(
-                        std::str::from_utf8(&b[1..]).ok().and_then(|s| s.parse::<i64>().ok()).map_or(-1, |e| e - n),
+                        std::str::from_utf8(&b[1..])
+                            .ok()
+                            .and_then(|s| s.parse::<i64>().ok())
+                            .map_or(-1, |e| e - n),
                     ),
                     Ok(Value::Nil) => Some(-1),
                     v => panic!("acquire script replied {v:?}"),
@@ -384,12 +399,20 @@ pub fn run_contended(port: u16, quick: bool) -> Vec<ContendedRow> {
 
 pub fn markdown(rows: &[Row], contended: &[ContendedRow]) -> String {
     let mut s = String::from("\n## Semaphore: LOCK.SEM* and native scripts vs Redisson's scripts (Lua)\n\n");
-    s.push_str("| operation | comparison | fast ops/s | Lua ops/s | ratio | fast server µs | Lua server µs |\n");
+    s.push_str(
+        "| operation | comparison | fast ops/s | Lua ops/s | ratio | fast server µs | Lua server µs |\n",
+    );
     s.push_str("|---|---|---|---|---|---|---|\n");
     for r in rows {
         s.push_str(&format!(
             "| {} | {} | {:.0} | {:.0} | {:.2}x | {:.2} | {:.2} |\n",
-            r.op, r.kind, r.fast_ops_per_sec, r.lua_ops_per_sec, r.ratio, r.fast_server_usec, r.lua_server_usec
+            r.op,
+            r.kind,
+            r.fast_ops_per_sec,
+            r.lua_ops_per_sec,
+            r.ratio,
+            r.fast_server_usec,
+            r.lua_server_usec
         ));
     }
     if !contended.is_empty() {
@@ -399,7 +422,14 @@ pub fn markdown(rows: &[Row], contended: &[ContendedRow]) -> String {
         for r in contended {
             s.push_str(&format!(
                 "| {} | {} | {:.2} / {:.2} / {:.2} | {} | {} | {} |\n",
-                r.strategy, r.grants, r.wait_ms.p50, r.wait_ms.p99, r.wait_ms.max, r.waits_cut_off, r.max_out, r.unexpected_replies
+                r.strategy,
+                r.grants,
+                r.wait_ms.p50,
+                r.wait_ms.p99,
+                r.wait_ms.max,
+                r.waits_cut_off,
+                r.max_out,
+                r.unexpected_replies
             ));
         }
     }

@@ -92,34 +92,73 @@ pub const RW_SOURCES: [(&str, &str); 19] = [
 /// module's operation table: (operation, source).
 pub const SEM_SOURCES: [(&str, &str); 31] = [
     ("semaphore-tryacquire", include_str!("../../clients/python/src/redislock/lua/semaphore-tryacquire.lua")),
-    ("semaphore-release-publish", include_str!("../../clients/python/src/redislock/lua/semaphore-release-publish.lua")),
+    (
+        "semaphore-release-publish",
+        include_str!("../../clients/python/src/redislock/lua/semaphore-release-publish.lua"),
+    ),
     ("semaphore-release", include_str!("../../clients/python/src/redislock/lua/semaphore-release.lua")),
-    ("semaphore-releaseifexists", include_str!("../../clients/python/src/redislock/lua/semaphore-releaseifexists.lua")),
+    (
+        "semaphore-releaseifexists",
+        include_str!("../../clients/python/src/redislock/lua/semaphore-releaseifexists.lua"),
+    ),
     ("semaphore-drain", include_str!("../../clients/python/src/redislock/lua/semaphore-drain.lua")),
-    ("semaphore-trysetpermits-publish", include_str!("../../clients/python/src/redislock/lua/semaphore-trysetpermits-publish.lua")),
-    ("semaphore-trysetpermits", include_str!("../../clients/python/src/redislock/lua/semaphore-trysetpermits.lua")),
-    ("semaphore-trysetpermits-ttl", include_str!("../../clients/python/src/redislock/lua/semaphore-trysetpermits-ttl.lua")),
-    ("semaphore-addpermits-publish", include_str!("../../clients/python/src/redislock/lua/semaphore-addpermits-publish.lua")),
+    (
+        "semaphore-trysetpermits-publish",
+        include_str!("../../clients/python/src/redislock/lua/semaphore-trysetpermits-publish.lua"),
+    ),
+    (
+        "semaphore-trysetpermits",
+        include_str!("../../clients/python/src/redislock/lua/semaphore-trysetpermits.lua"),
+    ),
+    (
+        "semaphore-trysetpermits-ttl",
+        include_str!("../../clients/python/src/redislock/lua/semaphore-trysetpermits-ttl.lua"),
+    ),
+    (
+        "semaphore-addpermits-publish",
+        include_str!("../../clients/python/src/redislock/lua/semaphore-addpermits-publish.lua"),
+    ),
     ("semaphore-addpermits", include_str!("../../clients/python/src/redislock/lua/semaphore-addpermits.lua")),
-    ("pes-tryacquire-one-publish", include_str!("../../clients/python/src/redislock/lua/pes-tryacquire-one-publish.lua")),
+    (
+        "pes-tryacquire-one-publish",
+        include_str!("../../clients/python/src/redislock/lua/pes-tryacquire-one-publish.lua"),
+    ),
     ("pes-tryacquire-one", include_str!("../../clients/python/src/redislock/lua/pes-tryacquire-one.lua")),
     ("pes-tryacquire", include_str!("../../clients/python/src/redislock/lua/pes-tryacquire.lua")),
     ("pes-release-publish", include_str!("../../clients/python/src/redislock/lua/pes-release-publish.lua")),
     ("pes-release", include_str!("../../clients/python/src/redislock/lua/pes-release.lua")),
-    ("pes-release-many-partial", include_str!("../../clients/python/src/redislock/lua/pes-release-many-partial.lua")),
+    (
+        "pes-release-many-partial",
+        include_str!("../../clients/python/src/redislock/lua/pes-release-many-partial.lua"),
+    ),
     ("pes-release-many", include_str!("../../clients/python/src/redislock/lua/pes-release-many.lua")),
-    ("pes-available-publish", include_str!("../../clients/python/src/redislock/lua/pes-available-publish.lua")),
+    (
+        "pes-available-publish",
+        include_str!("../../clients/python/src/redislock/lua/pes-available-publish.lua"),
+    ),
     ("pes-available", include_str!("../../clients/python/src/redislock/lua/pes-available.lua")),
-    ("pes-getpermits-publish", include_str!("../../clients/python/src/redislock/lua/pes-getpermits-publish.lua")),
+    (
+        "pes-getpermits-publish",
+        include_str!("../../clients/python/src/redislock/lua/pes-getpermits-publish.lua"),
+    ),
     ("pes-getpermits", include_str!("../../clients/python/src/redislock/lua/pes-getpermits.lua")),
     ("pes-acquired-publish", include_str!("../../clients/python/src/redislock/lua/pes-acquired-publish.lua")),
     ("pes-acquired", include_str!("../../clients/python/src/redislock/lua/pes-acquired.lua")),
-    ("pes-setpermits-publish-bug", include_str!("../../clients/python/src/redislock/lua/pes-setpermits-publish-bug.lua")),
+    (
+        "pes-setpermits-publish-bug",
+        include_str!("../../clients/python/src/redislock/lua/pes-setpermits-publish-bug.lua"),
+    ),
     ("pes-setpermits-bug", include_str!("../../clients/python/src/redislock/lua/pes-setpermits-bug.lua")),
     ("pes-setpermits", include_str!("../../clients/python/src/redislock/lua/pes-setpermits.lua")),
-    ("pes-addpermits-publish", include_str!("../../clients/python/src/redislock/lua/pes-addpermits-publish.lua")),
+    (
+        "pes-addpermits-publish",
+        include_str!("../../clients/python/src/redislock/lua/pes-addpermits-publish.lua"),
+    ),
     ("pes-addpermits", include_str!("../../clients/python/src/redislock/lua/pes-addpermits.lua")),
-    ("pes-updatelease-publish", include_str!("../../clients/python/src/redislock/lua/pes-updatelease-publish.lua")),
+    (
+        "pes-updatelease-publish",
+        include_str!("../../clients/python/src/redislock/lua/pes-updatelease-publish.lua"),
+    ),
     ("pes-updatelease", include_str!("../../clients/python/src/redislock/lua/pes-updatelease.lua")),
     ("pes-getlease", include_str!("../../clients/python/src/redislock/lua/pes-getlease.lua")),
 ];
@@ -292,20 +331,6 @@ pub fn assert_same_keyspace(a: &mut Conn, b: &mut Conn, tol_ms: i64, ctx: &str) 
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn every_kind_has_a_distinct_script() {
-        let all: Vec<_> =
-            super::own_scripts().into_iter().chain(super::rw_scripts()).chain(super::sem_scripts()).collect();
-        assert_eq!(all.len(), 60);
-        for (i, a) in all.iter().enumerate() {
-            assert!(a.body.starts_with(b"-- Redisson"), "{}", a.kind);
-            assert!(all[i + 1..].iter().all(|b| b.sha != a.sha && b.kind != a.kind), "{}", a.kind);
-        }
-    }
-}
-
 /// An argv for an assertion message, a script body (longer than 80 bytes) shortened.
 pub fn show(argv: &[Vec<u8>]) -> String {
     argv.iter()
@@ -322,4 +347,18 @@ pub fn info_counts(c: &mut Conn, suffix: &str) -> BTreeMap<String, i64> {
         .filter_map(|l| l.split_once(':'))
         .filter_map(|(k, v)| k.strip_suffix(suffix).map(|k| (k.to_string(), v.trim().parse().unwrap_or(0))))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_kind_has_a_distinct_script() {
+        let all: Vec<_> =
+            super::own_scripts().into_iter().chain(super::rw_scripts()).chain(super::sem_scripts()).collect();
+        assert_eq!(all.len(), 60);
+        for (i, a) in all.iter().enumerate() {
+            assert!(a.body.starts_with(b"-- Redisson"), "{}", a.kind);
+            assert!(all[i + 1..].iter().all(|b| b.sha != a.sha && b.kind != a.kind), "{}", a.kind);
+        }
+    }
 }

@@ -310,9 +310,15 @@ impl Server {
 
     /// A one-node cluster (every slot on this node, `cluster_state:ok`), with `extra` arguments.
     pub fn start_cluster_node(extra: &str) -> Server {
-        let s = Server::start_with(&format!("--cluster-enabled yes --cluster-config-file nodes.conf {extra}"));
+        let s =
+            Server::start_with(&format!("--cluster-enabled yes --cluster-config-file nodes.conf {extra}"));
         let mut c = s.conn();
-        let _: () = redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(0).arg(16383).query(&mut c).expect("ADDSLOTSRANGE");
+        let _: () = redis::cmd("CLUSTER")
+            .arg("ADDSLOTSRANGE")
+            .arg(0)
+            .arg(16383)
+            .query(&mut c)
+            .expect("ADDSLOTSRANGE");
         let ok = wait_for(Duration::from_secs(20), || {
             let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).ok()?;
             info.contains("cluster_state:ok").then_some(())
