@@ -1,5 +1,5 @@
 """Shared pieces of the semaphore tests: the servers of both modes (module mode skipped when the
-module has no LOCK.SEMACQUIRE) and a "Redisson-script client": raw EVAL of our sem-*.lua files
+module has no LOCK.SEMACQUIRE) and a "Redisson-script client": raw EVAL of our pes-*.lua / semaphore-*.lua files
 with the KEYS/ARGV a Redisson 3.41+ RPermitExpirableSemaphore sends (client clock, 16-byte ids)."""
 
 from __future__ import annotations
@@ -34,15 +34,15 @@ def module_has_semaphore(server: Server) -> bool:
 
 # Our op files registered under the Redisson operations they implement (the module runs a
 # script of a registered SHA1 natively, as it runs Redisson's own texts).
-NATIVE_OPS = {
-    "sem-acquire": "pes-tryacquire",
-    "sem-release-many": "pes-release-many",
-    "sem-release": "pes-release-many-partial",
-    "sem-available": "pes-available",
-    "sem-setpermits": "pes-setpermits",
-    "sem-trysetpermits": "semaphore-trysetpermits",
-    "sem-updatelease": "pes-updatelease",
-}
+NATIVE_OPS = (
+    "pes-tryacquire",
+    "pes-release-many",
+    "pes-release-many-partial",
+    "pes-available",
+    "pes-setpermits",
+    "semaphore-trysetpermits",
+    "pes-updatelease",
+)
 
 
 def native_scripts(server: Server) -> bool:
@@ -50,8 +50,8 @@ def native_scripts(server: Server) -> bool:
     with our Lua's SHA1s registered under Redisson's operations. False when the module does not
     know the semaphore operations."""
     entries = []
-    for stem, op in NATIVE_OPS.items():
-        body = lua_script(stem).encode()
+    for op in NATIVE_OPS:
+        body = lua_script(op).encode()
         entries.append(f"{op}:{hashlib.sha1(body).hexdigest()}:{len(body)}")
     with server.client() as r:
         try:
@@ -129,7 +129,7 @@ def available(r: redis.Redis, name: str) -> int:
 
 
 class ScriptClient:
-    """A Redisson RPermitExpirableSemaphore (3.41+) on ``name``, through our sem-*.lua files
+    """A Redisson RPermitExpirableSemaphore (3.41+) on ``name``, through our pes-*.lua / semaphore-*.lua files
     with Redisson's KEYS/ARGV order and replies."""
 
     def __init__(self, r: redis.Redis, name: str) -> None:
@@ -142,10 +142,10 @@ class ScriptClient:
         return self.r.eval(lua_script(op), len(keys), *keys, *args)
 
     def try_set_permits(self, permits: int) -> Any:
-        return self._eval("sem-trysetpermits", [self.name, self.channel], [permits, "PUBLISH"])
+        return self._eval("semaphore-trysetpermits", [self.name, self.channel], [permits, "PUBLISH"])
 
     def set_permits(self, permits: int) -> Any:
-        return self._eval("sem-setpermits", [self.name, self.channel, self.zset], [permits, "PUBLISH"])
+        return self._eval("pes-setpermits", [self.name, self.channel, self.zset], [permits, "PUBLISH"])
 
     def try_acquire(self, n: int = 1, lease_ms: int | None = None) -> tuple[Any, list[bytes]]:
         """tryAcquire(n, lease): reply (b'OK', b':<expiry>' or None) and the ids sent."""
@@ -153,21 +153,21 @@ class ScriptClient:
         now = now_ms()
         expiry = NO_LEASE if lease_ms is None else now + lease_ms
         reply = self._eval(
-            "sem-acquire", [self.name, self.zset, self.channel], [n, expiry, now, NO_LEASE, "PUBLISH", *ids]
+            "pes-tryacquire", [self.name, self.zset, self.channel], [n, expiry, now, NO_LEASE, "PUBLISH", *ids]
         )
         return reply, ids
 
     def release(self, ids: list[bytes]) -> Any:
         """release(ids), 3.41+: all or nothing; reply the count released (0: nothing)."""
         return self._eval(
-            "sem-release-many", [self.name, self.channel, self.zset], [len(ids), now_ms(), "PUBLISH", *ids]
+            "pes-release-many", [self.name, self.channel, self.zset], [len(ids), now_ms(), "PUBLISH", *ids]
         )
 
     def available(self) -> int:
-        return int(self._eval("sem-available", [self.name, self.zset, self.channel], [now_ms(), "PUBLISH"]))
+        return int(self._eval("pes-available", [self.name, self.zset, self.channel], [now_ms(), "PUBLISH"]))
 
     def update_lease(self, permit_id: bytes, lease_ms: int) -> Any:
         now = now_ms()
         return self._eval(
-            "sem-updatelease", [self.name, self.zset, self.channel], [permit_id, now + lease_ms, now, "PUBLISH"]
+            "pes-updatelease", [self.name, self.zset, self.channel], [permit_id, now + lease_ms, now, "PUBLISH"]
         )

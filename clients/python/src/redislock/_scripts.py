@@ -53,19 +53,20 @@ RW_READ_RENEW = _load("rw-read-renew-batch-own")
 # KEYS[1] lock. 1 when read-locked (a writer's own read holds too), else 0.
 RW_READ_LOCKED = _load("rw-read-islocked")
 
-# The semaphore (Redisson's RPermitExpirableSemaphore layout; see the files for KEYS/ARGV).
+# The semaphore: our implementations of Redisson's RPermitExpirableSemaphore scripts (the files the
+# module's differential tests run too; see them for KEYS/ARGV), and a renewal of several ids.
 # KEYS sem, zset, channel; ARGV n, expiry, now, no-lease score, publish, ids. 'OK' / ':<expiry>' / nil.
-SEM_ACQUIRE = _load("sem-acquire")
+SEM_ACQUIRE = _load("pes-tryacquire")
 # KEYS sem, channel, zset; ARGV count, now, publish, ids. How many were held (and are returned).
-SEM_RELEASE = _load("sem-release")
+SEM_RELEASE = _load("pes-release-many-partial")
 # KEYS sem, zset, channel; ARGV expiry, now, publish, ids. How many were held (and renewed).
 SEM_RENEW = _load("sem-renew")
 # KEYS sem, zset, channel; ARGV now, publish. The available permits (after expired ones return).
-SEM_AVAILABLE = _load("sem-available")
+SEM_AVAILABLE = _load("pes-available")
 # KEYS sem, channel, zset; ARGV total, publish. nil.
-SEM_SET_PERMITS = _load("sem-setpermits")
+SEM_SET_PERMITS = _load("pes-setpermits")
 # KEYS sem, channel; ARGV permits, publish. 1 set, 0 (the semaphore exists).
-SEM_TRY_SET_PERMITS = _load("sem-trysetpermits")
+SEM_TRY_SET_PERMITS = _load("semaphore-trysetpermits")
 
 ALL = (
     ACQUIRE,

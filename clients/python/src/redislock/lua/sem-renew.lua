@@ -1,4 +1,4 @@
--- The Python client's renewal of a permit's ids: Redisson's updateLeaseTime (sem-updatelease.lua)
+-- The Python client's renewal of a permit's ids: Redisson's updateLeaseTime (pes-updatelease.lua)
 -- for several ids at once, replying how many were renewed like LOCK.SEMRENEW.
 -- KEYS[1] = semaphore, KEYS[2] = held-permit zset, KEYS[3] = channel 'redisson_sc:{name}'.
 -- ARGV[1] = the new expiry score (now + lease), ARGV[2] = now (client clock, ms),
