@@ -82,6 +82,34 @@ pub fn run(port: u16, batches: &[(Vec<u8>, usize)], ok: impl Fn(&R) -> bool) -> 
     (t0.elapsed().as_secs_f64(), bad)
 }
 
+/// A timed phase of `cmds` (as [`run`]): (calls/s, server µs per call of `stat` in INFO
+/// commandstats, unexpected replies).
+pub fn timed(
+    con: &mut redis::Connection,
+    port: u16,
+    cmds: &[redis::Cmd],
+    stat: &str,
+    ok: impl Fn(&R) -> bool,
+) -> (f64, f64, usize) {
+    let batches = batches(cmds.iter().map(|c| c.get_packed_command()));
+    testkit::reset_stats(con);
+    let (secs, bad) = run(port, &batches, ok);
+    let (calls, usec) = testkit::cmdstat(con, stat);
+    let per = if calls > 0 { usec as f64 / calls as f64 } else { f64::NAN };
+    (cmds.len() as f64 / secs, per, bad)
+}
+
+/// Run `cmds` untimed, pipelined 64 at a time (set-up and clean-up).
+pub fn untimed(con: &mut redis::Connection, cmds: &[redis::Cmd]) {
+    for ch in cmds.chunks(64) {
+        let mut p = redis::pipe();
+        for c in ch {
+            p.add_command(c.clone());
+        }
+        let _: Vec<redis::Value> = p.query(con).expect("pipeline");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -158,34 +158,6 @@ fn expected(op: Op, v: &R) -> bool {
     }
 }
 
-/// A pipelined phase (`pipelined.rs`: the server kept busy); ops/s, server µs per top-level
-/// call, unexpected replies.
-fn timed(
-    con: &mut redis::Connection,
-    port: u16,
-    cmds: &[redis::Cmd],
-    op: Op,
-    stat: &str,
-) -> (f64, f64, usize) {
-    let batches = pipelined::batches(cmds.iter().map(|c| c.get_packed_command()));
-    testkit::reset_stats(con);
-    let (secs, bad) = pipelined::run(port, &batches, |v| expected(op, v));
-    let (calls, usec) = testkit::cmdstat(con, stat);
-    let per = if calls > 0 { usec as f64 / calls as f64 } else { f64::NAN };
-    (cmds.len() as f64 / secs, per, bad)
-}
-
-/// Run untimed, pipelined (set-up and clean-up).
-fn untimed(con: &mut redis::Connection, cmds: &[redis::Cmd]) {
-    for ch in cmds.chunks(64) {
-        let mut p = redis::pipe();
-        for c in ch {
-            p.add_command(c.clone());
-        }
-        let _: Vec<Value> = p.query(con).expect("pipeline");
-    }
-}
-
 /// One repetition of `op` over `n` keys with `lua` or LOCK.*: set-up, timed phase, clean-up.
 fn phase(
     con: &mut redis::Connection,
@@ -205,7 +177,7 @@ fn phase(
             .flat_map(|k| (0..10).map(move |j| native("LOCK.ACQUIRE", k, &reader(j), "READ")))
             .collect(),
     };
-    untimed(con, &setup);
+    pipelined::untimed(con, &setup);
     let cmds: Vec<redis::Cmd> = keys.iter().map(|k| cmd_for(op, lua, sha, k)).collect();
     let stat = if lua {
         "evalsha"
@@ -214,7 +186,7 @@ fn phase(
     } else {
         "lock.release"
     };
-    let r = timed(con, port, &cmds, op, stat);
+    let r = pipelined::timed(con, port, &cmds, stat, |v| expected(op, v));
     let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
     r
 }

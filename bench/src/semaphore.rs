@@ -120,16 +120,6 @@ fn expected(op: Op, native_cmd: bool, v: &R) -> bool {
     }
 }
 
-fn untimed(con: &mut redis::Connection, cmds: &[redis::Cmd]) {
-    for ch in cmds.chunks(64) {
-        let mut p = redis::pipe();
-        for c in ch {
-            p.add_command(c.clone());
-        }
-        let _: Vec<Value> = p.query(con).expect("pipeline");
-    }
-}
-
 /// One phase of `op` over `n` semaphores: set-up (untimed), timed, FLUSHALL. (ops/s, server µs
 /// per call, unexpected replies).
 fn phase(
@@ -157,13 +147,11 @@ fn phase(
             .collect(),
         Op::SemRelease => (0..n).map(|i| set(i, 0)).collect(),
     };
-    untimed(con, &setup);
-    let batches = pipelined::batches((0..n).map(|i| command(op, native_cmd, i, now).get_packed_command()));
-    testkit::reset_stats(con);
-    let (secs, bad) = pipelined::run(port, &batches, |v| expected(op, native_cmd, v));
-    let (calls, usec) = testkit::cmdstat(con, stat);
+    pipelined::untimed(con, &setup);
+    let cmds: Vec<redis::Cmd> = (0..n).map(|i| command(op, native_cmd, i, now)).collect();
+    let r = pipelined::timed(con, port, &cmds, stat, |v| expected(op, native_cmd, v));
     let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
-    (n as f64 / secs, if calls > 0 { usec as f64 / calls as f64 } else { f64::NAN }, bad)
+    r
 }
 
 #[derive(Serialize, Clone, Debug)]
