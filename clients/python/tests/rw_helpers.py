@@ -4,14 +4,15 @@ rw-*.lua op files with Redisson's KEYS/ARGV, as a Redisson 3.44+ client sends th
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from typing import Any
 
 import pytest
 import redis
 from conftest import lua_script
-from servers import LUA_DIR, MODULE_PATH, Server
+from kind_helpers import pick_server as pick_kind_server
+from kind_helpers import prefixed, register_native, suffixed
+from servers import LUA_DIR, Server
 
 
 def module_has_rwlock(server: Server) -> bool:
@@ -28,50 +29,10 @@ def module_has_rwlock(server: Server) -> bool:
 RW_OPS = sorted(p.stem for p in LUA_DIR.glob("rw-*.lua") if not p.stem.endswith(("-release", "-fenced-acquire")))
 
 
-def native_scripts(server: Server) -> bool:
-    """Run Redisson's read-write scripts natively on `server`: `lock.redisson-scripts native`,
-    with our Lua's SHA1s registered under Redisson's operations (the path Redisson's own texts
-    take). False when the module does not know the read-write operations."""
-    bodies = {op: lua_script(op).encode() for op in RW_OPS}
-    extra = ",".join(f"{op}:{hashlib.sha1(body).hexdigest()}:{len(body)}" for op, body in bodies.items())
-    with server.client() as r:
-        try:
-            r.config_set("lock.redisson-extra-scripts", extra)
-        except redis.ResponseError:
-            return False
-        r.config_set("lock.redisson-scripts", "native")
-    return True
-
-
 def native_runs(r: redis.Redis) -> int:
     """How many read-write scripts ran natively (INFO lock)."""
     info = r.info("lock")
     return sum(int(v) for k, v in info.items() if k.startswith("lock_redisson_rw_") and k.endswith("_native"))
-
-
-def pick_server(request: pytest.FixtureRequest, mode: str) -> Server:
-    if mode in ("module", "native"):
-        if not MODULE_PATH.exists():
-            pytest.skip(f"module not built: {MODULE_PATH}")
-        server: Server = request.getfixturevalue("module_server" if mode == "module" else "native_server")
-        if not module_has_rwlock(server):
-            pytest.skip("the module has no read-write lock commands (LOCK.ACQUIRE ... READ)")
-        if mode == "native" and not native_scripts(server):
-            pytest.skip("the module does not run Redisson's read-write scripts natively")
-    else:
-        server = request.getfixturevalue("plain_server")
-    with server.client() as r:
-        r.flushall()
-        r.script_flush()
-    return server
-
-
-def prefixed(prefix: str, name: str) -> str:
-    return f"{prefix}:{name}" if "{" in name else f"{prefix}:{{{name}}}"
-
-
-def suffixed(name: str, suffix: str) -> str:
-    return f"{name}:{suffix}" if "{" in name else f"{{{name}}}:{suffix}"
 
 
 class ScriptClient:
@@ -114,3 +75,12 @@ class ScriptClient:
         )
         self.r.delete(latch)
         return reply
+
+
+def native_scripts(server: Server) -> bool:
+    """Our Lua of the read-write lock's operations run natively on `server`."""
+    return register_native(server, RW_OPS)
+
+
+def pick_server(request: pytest.FixtureRequest, mode: str) -> Server:
+    return pick_kind_server(request, mode, module_has_rwlock, "read-write lock", RW_OPS)

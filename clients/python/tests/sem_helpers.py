@@ -4,7 +4,6 @@ with the KEYS/ARGV a Redisson 3.41+ RPermitExpirableSemaphore sends (client cloc
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from typing import Any
@@ -12,7 +11,9 @@ from typing import Any
 import pytest
 import redis
 from conftest import lua_script
-from servers import MODULE_PATH, Server
+from kind_helpers import pick_server as pick_kind_server
+from kind_helpers import prefixed, register_native, suffixed
+from servers import Server
 
 from redislock._compat import get_connection
 
@@ -45,23 +46,6 @@ NATIVE_OPS = (
 )
 
 
-def native_scripts(server: Server) -> bool:
-    """Run Redisson's semaphore scripts natively on `server`: `lock.redisson-scripts native`,
-    with our Lua's SHA1s registered under Redisson's operations. False when the module does not
-    know the semaphore operations."""
-    entries = []
-    for op in NATIVE_OPS:
-        body = lua_script(op).encode()
-        entries.append(f"{op}:{hashlib.sha1(body).hexdigest()}:{len(body)}")
-    with server.client() as r:
-        try:
-            r.config_set("lock.redisson-extra-scripts", ",".join(entries))
-        except redis.ResponseError:
-            return False
-        r.config_set("lock.redisson-scripts", "native")
-    return True
-
-
 def native_runs(r: redis.Redis) -> int:
     """How many semaphore scripts ran natively (INFO lock)."""
     info = r.info("lock")
@@ -77,33 +61,6 @@ def scripts_native(r: redis.Redis) -> bool:
         return r.config_get("lock.redisson-scripts").get("lock.redisson-scripts") == "native"
     except redis.ResponseError:
         return False
-
-
-def pick_server(request: pytest.FixtureRequest, mode: str) -> Server:
-    """``module``: LOCK.SEM* beside our Lua; ``native``: the same with Redisson's semaphore
-    scripts (our Lua's SHA1s) run natively; ``lua``: a server without the module."""
-    if mode in ("module", "native"):
-        if not MODULE_PATH.exists():
-            pytest.skip(f"module not built: {MODULE_PATH}")
-        server: Server = request.getfixturevalue("module_server" if mode == "module" else "native_server")
-        if not module_has_semaphore(server):
-            pytest.skip("the module has no semaphore commands (LOCK.SEMACQUIRE)")
-        if mode == "native" and not native_scripts(server):
-            pytest.skip("the module does not run Redisson's semaphore scripts natively")
-    else:
-        server = request.getfixturevalue("plain_server")
-    with server.client() as r:
-        r.flushall()
-        r.script_flush()
-    return server
-
-
-def prefixed(prefix: str, name: str) -> str:
-    return f"{prefix}:{name}" if "{" in name else f"{prefix}:{{{name}}}"
-
-
-def suffixed(name: str, suffix: str) -> str:
-    return f"{name}:{suffix}" if "{" in name else f"{{{name}}}:{suffix}"
 
 
 def zset(name: str) -> str:
@@ -171,3 +128,12 @@ class ScriptClient:
         return self._eval(
             "pes-updatelease", [self.name, self.zset, self.channel], [permit_id, now + lease_ms, now, "PUBLISH"]
         )
+
+
+def native_scripts(server: Server) -> bool:
+    """Our Lua of the semaphore's operations run natively on `server`."""
+    return register_native(server, NATIVE_OPS)
+
+
+def pick_server(request: pytest.FixtureRequest, mode: str) -> Server:
+    return pick_kind_server(request, mode, module_has_semaphore, "semaphore", NATIVE_OPS)

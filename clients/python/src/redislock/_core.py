@@ -14,7 +14,7 @@ import time
 import weakref
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, Union
+from typing import Any, Callable, NamedTuple, Protocol, Union
 
 from . import _scripts
 from ._errors import LockTimeout, NotOwnedError, ReplicaSyncError, UpgradeError
@@ -491,9 +491,17 @@ POLL_MAX = 0.5
 EARLY_TOLERANCE = 0.002
 
 
-def _module_flow(plan: AcquirePlan, deadline: float | None, sync_extra: float) -> Generator[Request, Any, Acquired]:
-    """LOCK.ACQUIRE ... WAIT, again after a pause when the server answered before the wait
-    could have ended (it did not queue us), until acquired or the caller's deadline."""
+class Attempts(Protocol):
+    """What the server-side wait loop needs of a plan: one attempt with WAIT (a lock's or a
+    semaphore's)."""
+
+    def _attempt(self, wait_ms: int | Until | None, extra: float) -> Generator[Request, Any, Acquired]: ...
+
+
+def module_flow(plan: Attempts, deadline: float | None, sync_extra: float) -> Generator[Request, Any, Acquired]:
+    """LOCK.ACQUIRE (or LOCK.SEMACQUIRE) ... WAIT, again after a pause when the server answered
+    before the wait could have ended (it did not queue us), until acquired or the caller's
+    deadline."""
     poll = POLL_MIN
     while True:
         remaining = None if deadline is None else deadline - time.monotonic()
@@ -528,7 +536,7 @@ def acquire_flow(plan: AcquirePlan) -> Generator[Request, Any, Acquired]:
     deadline = None if plan.timeout is None else time.monotonic() + plan.timeout
     if plan.target.mode == MODULE:
         if plan.blocking and plan.timeout != 0:
-            return (yield from _module_flow(plan, deadline, sync_extra))
+            return (yield from module_flow(plan, deadline, sync_extra))
         return (yield from plan._attempt(None, sync_extra))
     got = yield from plan._attempt(None, sync_extra)
     if got.acquired or not plan.blocking or plan.timeout == 0:

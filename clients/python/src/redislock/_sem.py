@@ -21,19 +21,14 @@ from typing import Any, Callable
 
 from . import _scripts
 from ._core import (
-    EARLY_TOLERANCE,
     IDLE_RECHECK,
     MODULE,
     NOT_ACQUIRED,
-    POLL_MAX,
-    POLL_MIN,
-    WAIT_MARGIN,
     Acquired,
     Await,
     Command,
     Hold,
     Listen,
-    Pause,
     Request,
     Run,
     Until,
@@ -41,6 +36,7 @@ from ._core import (
     evalsha,
     hash_tag,
     is_error,
+    module_flow,
     raise_error,
     renew_commands,
     renew_results,
@@ -238,29 +234,6 @@ class SemAcquirePlan:
         return parse_acquire(self.target.mode, replies[0])
 
 
-def _module_flow(plan: SemAcquirePlan, deadline: float | None) -> Generator[Request, Any, Acquired]:
-    """LOCK.SEMACQUIRE ... WAIT (the server's FIFO queue), again after a pause when the server
-    answered before the wait could have ended (it did not queue us), until taken or the deadline."""
-    poll = POLL_MIN
-    while True:
-        remaining = None if deadline is None else deadline - time.monotonic()
-        if remaining is not None and remaining <= 0:
-            return NOT_ACQUIRED
-        wait: int | Until = 0 if deadline is None else Until(deadline)
-        extra = math.inf if remaining is None else remaining + WAIT_MARGIN
-        got = yield from plan._attempt(wait, extra)
-        if got.acquired:
-            return got
-        left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= EARLY_TOLERANCE:
-            return got  # the server's own timeout: the wait is over
-        pause = poll if got.pttl <= 0 else min(poll, got.pttl / 1000)
-        if left is not None:
-            pause = min(pause, left)
-        poll = min(POLL_MAX, poll * 2)
-        yield Pause(pause)
-
-
 def acquire_flow(plan: SemAcquirePlan) -> Generator[Request, Any, Acquired]:
     """Take the permits of ``plan.ids`` (all or none).
 
@@ -273,7 +246,7 @@ def acquire_flow(plan: SemAcquirePlan) -> Generator[Request, Any, Acquired]:
     waits = plan.blocking and plan.timeout != 0
     if plan.target.mode == MODULE:
         if waits:
-            return (yield from _module_flow(plan, deadline))
+            return (yield from module_flow(plan, deadline, 0.0))
         return (yield from plan._attempt(None, 0.0))
     got = yield from plan._attempt(None, 0.0)
     if got.acquired or not waits:
