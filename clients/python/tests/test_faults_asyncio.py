@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -159,6 +160,67 @@ async def test_cancel_racing_the_grant(server: Server, ar: redis.asyncio.Redis, 
             assert await raw.exists(key) == 0
     finally:
         await locks.close()
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="Task.cancelling() is 3.11+")
+async def test_a_swallowed_cancellation_still_cancels(
+    server: Server, ar: redis.asyncio.Redis, raw: redis.asyncio.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python < 3.12's wait_for, which redis-py wraps around each send on a connection with a
+    socket_timeout, drops a cancellation that lands as the send completes. The task still counts
+    the request: acquire must end cancelled, and leave nothing held on the server."""
+    swallow = False
+    send = redis.asyncio.connection.Connection.send_packed_command
+
+    async def send_swallowing(self: Any, *args: Any, **kwargs: Any) -> None:
+        nonlocal swallow
+        await send(self, *args, **kwargs)
+        if swallow:
+            swallow = False
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):  # what wait_for does
+                await asyncio.sleep(0)
+
+    monkeypatch.setattr(redis.asyncio.connection.Connection, "send_packed_command", send_swallowing)
+    locks = ral.LockClient(ar, lease=5.0)
+    try:
+        for held in (False, True):
+            key = f"aswallow:{held}"
+            holder = locks.lock(key, owner="holder")
+            if held:
+                assert await holder.acquire(lease=10)
+            lock = locks.lock(key)
+            owners: list[str] = []
+
+            async def acquire(lock: ral.Lock = lock, owners: list[str] = owners) -> bool:
+                nonlocal swallow
+                owners.append(lock.owner)
+                await lock.acquire(timeout=0)  # settles the mode and loads the scripts
+                if await lock.owned():
+                    await lock.release()
+                swallow = True
+                return await lock.acquire(timeout=3)
+
+            task = asyncio.create_task(acquire())
+            started = time.monotonic()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert time.monotonic() - started < 2.0
+            await in_step(ar)
+            assert await eventually(lambda key=key, owner=owners[0]: _field_gone(raw, key, owner))
+            assert believed(lock, owners[0]) == 0
+            if held:
+                assert await raw.hgetall(key) == {b"holder": b"1"}
+                await holder.release()
+            assert await raw.exists(key) == 0
+    finally:
+        await locks.close()
+
+
+async def _field_gone(raw: redis.asyncio.Redis, key: str, owner: str) -> bool:
+    return not await raw.hexists(key, owner)
 
 
 async def test_huge_timeout_refused_before_sending(ar: redis.asyncio.Redis, raw: redis.asyncio.Redis) -> None:

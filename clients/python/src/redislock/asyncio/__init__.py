@@ -175,6 +175,25 @@ def _task_alive() -> Alive | None:
     return alive
 
 
+def _cancel_requests() -> int:
+    """The calling task's pending cancellation requests (0 outside a task, or before 3.11)."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return int(cancelling()) if cancelling is not None else 0
+
+
+def _raise_if_cancelled(before: int) -> None:
+    """Raise the cancellation a library swallowed since ``before`` was counted.
+
+    On Python < 3.12 ``asyncio.wait_for`` returns the result instead of raising when the
+    awaited step completes in the loop iteration the caller is cancelled in, and redis-py
+    wraps every send on a connection with a ``socket_timeout`` in it: a cancelled ``acquire``
+    would go on waiting, and could even take the lock for nobody. The request is still
+    counted by the task (3.11+), so it is raised here, once the step is done."""
+    if _cancel_requests() > before:
+        raise asyncio.CancelledError
+
+
 async def _read(conn: Any, seconds: float | None) -> Any:
     """One reply, waiting at most ``seconds`` (None: without limit, beyond the socket timeout).
 
@@ -203,9 +222,11 @@ async def _execute(
     pool = client.connection_pool
     conn: Any = None
     in_step = False
+    before = _cancel_requests()
     try:
         conn = await get_connection_async(pool)
         await conn.send_packed_command(conn.pack_commands(resolve(commands) if extra else commands))
+        _raise_if_cancelled(before)
         until: float | None = None
         bounded = bool(extra) or deadline is not None
         if bounded:
@@ -222,6 +243,7 @@ async def _execute(
                     replies.append(await conn.read_response())
             except ResponseError as error:
                 replies.append(error)
+            _raise_if_cancelled(before)
         in_step = True
         return replies
     finally:
@@ -396,9 +418,11 @@ class _Engine:
     ) -> tuple[Acquired, float]:
         pubsub: Any = None
         sent = time.monotonic()
+        before = _cancel_requests()
         try:
             reply: Any = None
             while True:
+                _raise_if_cancelled(before)
                 try:
                     request = flow.send(reply)
                 except StopIteration as done:
