@@ -171,6 +171,17 @@ impl Key {
         rm!(RedisModule_DeleteKey(self.ptr) else 0);
     }
 
+    /// The raw handle, for the other key operations of `ffi` (lists: `list.rs`).
+    pub(super) fn raw(&self) -> (Ctx, *mut raw::RedisModuleKey) {
+        (self.ctx, self.ptr)
+    }
+
+    /// Whether the key holds a list.
+    pub fn is_list(&self) -> bool {
+        !self.ptr.is_null()
+            && rm!(RedisModule_KeyType(self.ptr) else 0) as isize == raw::REDISMODULE_KEYTYPE_LIST
+    }
+
     /// Whether the key holds a string.
     pub fn is_string(&self) -> bool {
         self.kind() == KeyKind::String

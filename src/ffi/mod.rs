@@ -10,6 +10,7 @@ pub mod events;
 pub mod filter;
 pub mod info;
 pub mod key;
+pub mod list;
 pub mod luanum;
 pub mod replicate;
 pub mod replication;

@@ -2,6 +2,8 @@
 //! per-operation counters, the filter's name objects) and their built-in rows. A new kind adds
 //! its two lists here.
 
+use crate::logic::latch::scripts as latch;
+use crate::logic::lock::fair_scripts as fair;
 use crate::logic::lock::scripts as lock;
 use crate::logic::rwlock::scripts as rwlock;
 use crate::logic::script_table::Table;
@@ -9,10 +11,10 @@ use crate::logic::scripts::{Layout, Object, Op, OpDef, OpId, Row};
 use crate::logic::semaphore::scripts as semaphore;
 
 /// Each kind's operations, in INFO order.
-const OP_LISTS: [&[OpDef]; 3] = [&lock::OPS, &rwlock::OPS, &semaphore::OPS];
+const OP_LISTS: [&[OpDef]; 5] = [&lock::OPS, &rwlock::OPS, &semaphore::OPS, &fair::OPS, &latch::OPS];
 
 /// Each kind's built-in rows.
-const ROW_LISTS: [&[Row]; 3] = [&lock::ROWS, &rwlock::ROWS, &semaphore::ROWS];
+const ROW_LISTS: [&[Row]; 5] = [&lock::ROWS, &rwlock::ROWS, &semaphore::ROWS, &fair::ROWS, &latch::ROWS];
 
 /// How many operations there are, over every kind.
 pub const N_OPS: usize = {

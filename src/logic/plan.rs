@@ -43,6 +43,9 @@ pub enum Effect {
     Lease { deadline: i64, fresh: bool },
     /// DEL (key), or PEXPIRE <= 0: the key is deleted.
     Delete,
+    /// DEL (key) of a lock freed by a script that publishes nothing (the spin lock's): the
+    /// key is deleted and the lock goes to the kind's waiters.
+    Freed,
     /// PUBLISH / SPUBLISH (channel, message) of a release: the lock at KEYS slot `lock`, just
     /// freed, goes to the kind's waiters first; the message is published when none takes it.
     Release { lock: u32 },
@@ -222,6 +225,8 @@ pub enum Reply {
     Pair(i64, i64),
     /// An array of integers (a batch): [`Plan::ints`].
     Ints,
+    /// An error reply carrying the text of ARGV slot `.0` as Redis sends `redis.error_reply`.
+    ErrorArg(u32),
 }
 
 /// How the path ends once its commands are allowed.
@@ -401,6 +406,9 @@ pub enum Quirk {
     /// A key the script derives (a read hold's timeout key) is one of the call's own keys, or
     /// outside the script's slot in a cluster.
     DerivedKey,
+    /// An error text from ARGV that the native reply would not carry byte for byte (empty, a
+    /// leading `-`, or a byte outside printable ASCII).
+    ErrorText,
     /// 1affef78's renewal addresses KEYS[n + 1] past the last key: Lua concatenates nil and
     /// raises an error (after the PEXPIREs made so far).
     ScriptBug,

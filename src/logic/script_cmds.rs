@@ -34,11 +34,18 @@ pub enum Cmd {
     ZRange,
     ZScore,
     ZCount,
+    ZIncrBy,
+    LIndex,
+    LPop,
+    RPush,
+    LRem,
+    LRange,
+    Decr,
 }
 
 impl Cmd {
     /// Every command, in declaration order (`ALL[c as usize] == c`).
-    pub const ALL: [Cmd; 28] = [
+    pub const ALL: [Cmd; 35] = [
         Cmd::Eval,
         Cmd::EvalSha,
         Cmd::Exists,
@@ -67,6 +74,13 @@ impl Cmd {
         Cmd::ZRange,
         Cmd::ZScore,
         Cmd::ZCount,
+        Cmd::ZIncrBy,
+        Cmd::LIndex,
+        Cmd::LPop,
+        Cmd::RPush,
+        Cmd::LRem,
+        Cmd::LRange,
+        Cmd::Decr,
     ];
 
     /// The name of each command of [`Cmd::ALL`], same order.
@@ -114,6 +128,13 @@ impl Cmd {
             Cmd::ZRange => b"zrange",
             Cmd::ZScore => b"zscore",
             Cmd::ZCount => b"zcount",
+            Cmd::ZIncrBy => b"zincrby",
+            Cmd::LIndex => b"lindex",
+            Cmd::LPop => b"lpop",
+            Cmd::RPush => b"rpush",
+            Cmd::LRem => b"lrem",
+            Cmd::LRange => b"lrange",
+            Cmd::Decr => b"decr",
         }
     }
 
@@ -134,6 +155,11 @@ impl Cmd {
                 | Cmd::ZAdd
                 | Cmd::HSet
                 | Cmd::HDel
+                | Cmd::ZIncrBy
+                | Cmd::LPop
+                | Cmd::RPush
+                | Cmd::LRem
+                | Cmd::Decr
         )
     }
 }

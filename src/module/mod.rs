@@ -11,6 +11,7 @@ pub mod acl;
 pub mod cluster;
 pub mod commands;
 pub mod effects;
+pub mod latch;
 pub mod lock;
 pub mod rwlock;
 pub mod scripts;

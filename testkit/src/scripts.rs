@@ -163,12 +163,43 @@ pub const SEM_SOURCES: [(&str, &str); 31] = [
     ("pes-getlease", include_str!("../../clients/python/src/redislock/lua/pes-getlease.lua")),
 ];
 
+/// The rest of Redisson's family (`lua/latch-*.lua`, `lua/fair-*.lua`, `lua/spin-*.lua`,
+/// `lua/nonreentrant-*.lua`), from the documented behaviour, never Redisson's text.
+pub const FAMILY_SOURCES: [(&str, &str); 25] = [
+    ("latch-trysetcount-publish", include_str!("../../clients/python/src/redislock/lua/latch-trysetcount-publish.lua")),
+    ("latch-trysetcount", include_str!("../../clients/python/src/redislock/lua/latch-trysetcount.lua")),
+    ("latch-countdown-publish", include_str!("../../clients/python/src/redislock/lua/latch-countdown-publish.lua")),
+    ("latch-countdown", include_str!("../../clients/python/src/redislock/lua/latch-countdown.lua")),
+    ("latch-delete-publish", include_str!("../../clients/python/src/redislock/lua/latch-delete-publish.lua")),
+    ("latch-delete", include_str!("../../clients/python/src/redislock/lua/latch-delete.lua")),
+    ("fair-acquirefailed", include_str!("../../clients/python/src/redislock/lua/fair-acquirefailed.lua")),
+    ("fair-tryacquire-bug", include_str!("../../clients/python/src/redislock/lua/fair-tryacquire-bug.lua")),
+    ("fair-tryacquire", include_str!("../../clients/python/src/redislock/lua/fair-tryacquire.lua")),
+    ("fair-acquire-bug", include_str!("../../clients/python/src/redislock/lua/fair-acquire-bug.lua")),
+    ("fair-acquire-enqueue-bug", include_str!("../../clients/python/src/redislock/lua/fair-acquire-enqueue-bug.lua")),
+    ("fair-acquire", include_str!("../../clients/python/src/redislock/lua/fair-acquire.lua")),
+    ("fair-unlock-publish-bug", include_str!("../../clients/python/src/redislock/lua/fair-unlock-publish-bug.lua")),
+    ("fair-unlock-bug", include_str!("../../clients/python/src/redislock/lua/fair-unlock-bug.lua")),
+    ("fair-unlock-latch-bug", include_str!("../../clients/python/src/redislock/lua/fair-unlock-latch-bug.lua")),
+    ("fair-unlock-latch", include_str!("../../clients/python/src/redislock/lua/fair-unlock-latch.lua")),
+    ("fair-forceunlock-publish-bug", include_str!("../../clients/python/src/redislock/lua/fair-forceunlock-publish-bug.lua")),
+    ("fair-forceunlock-bug", include_str!("../../clients/python/src/redislock/lua/fair-forceunlock-bug.lua")),
+    ("fair-forceunlock", include_str!("../../clients/python/src/redislock/lua/fair-forceunlock.lua")),
+    ("nonreentrant-fair-tryacquire", include_str!("../../clients/python/src/redislock/lua/nonreentrant-fair-tryacquire.lua")),
+    ("nonreentrant-fair-acquire", include_str!("../../clients/python/src/redislock/lua/nonreentrant-fair-acquire.lua")),
+    ("spin-unlock", include_str!("../../clients/python/src/redislock/lua/spin-unlock.lua")),
+    ("spin-unlock-latch", include_str!("../../clients/python/src/redislock/lua/spin-unlock-latch.lua")),
+    ("spin-forceunlock", include_str!("../../clients/python/src/redislock/lua/spin-forceunlock.lua")),
+    ("nonreentrant-acquire", include_str!("../../clients/python/src/redislock/lua/nonreentrant-acquire.lua")),
+];
+
 /// The source of one kind's script; panics on an unknown kind.
 pub fn lua(kind: &str) -> &'static str {
     SOURCES
         .iter()
         .chain(RW_SOURCES.iter())
         .chain(SEM_SOURCES.iter())
+        .chain(FAMILY_SOURCES.iter())
         .find(|(k, _)| *k == kind)
         .map(|(_, s)| *s)
         .unwrap_or_else(|| panic!("no script {kind}"))
@@ -196,6 +227,7 @@ pub fn script(kind: &str) -> OwnScript {
         .into_iter()
         .chain(rw_scripts())
         .chain(sem_scripts())
+        .chain(family_scripts())
         .find(|s| s.kind == kind)
         .unwrap_or_else(|| panic!("no script {kind}"))
 }
@@ -222,6 +254,25 @@ pub fn sem_scripts() -> Vec<OwnScript> {
         .collect()
 }
 
+/// The fair lock's, the latch's, the spin and non-reentrant locks' scripts (from the documented
+/// behaviour, never Redisson's text).
+pub fn family_scripts() -> Vec<OwnScript> {
+    FAMILY_SOURCES
+        .into_iter()
+        .map(|(kind, body)| {
+            let body = body.as_bytes();
+            OwnScript { kind, body, sha: sha1_smol::Sha1::from(body).digest().to_string() }
+        })
+        .collect()
+}
+
+/// Load the family's scripts (so EVALSHA works in Lua too).
+pub fn load_family(c: &mut Conn) {
+    for s in family_scripts() {
+        assert_eq!(c.call(&[b"SCRIPT".to_vec(), b"LOAD".to_vec(), s.body.to_vec()]).str(), s.sha);
+    }
+}
+
 /// Load the semaphore's scripts (so EVALSHA works in Lua too).
 pub fn load_sem(c: &mut Conn) {
     for s in sem_scripts() {
@@ -242,6 +293,7 @@ pub fn extra_spec() -> String {
         .into_iter()
         .chain(rw_scripts())
         .chain(sem_scripts())
+        .chain(family_scripts())
         .collect::<Vec<_>>()
         .iter()
         .map(|s| format!("{}:{}:{}", s.kind, s.sha, s.body.len()))
@@ -295,6 +347,10 @@ pub fn key_state(c: &mut Conn, key: &[u8]) -> KeyState {
             r.arr().chunks(2).map(|p| (p[0].bytes(), p[1].bytes())).collect()
         }
         "string" => BTreeMap::from([(vec![], c.call(&[b"GET".to_vec(), key.to_vec()]).bytes())]),
+        "list" => {
+            let r = c.call(&[&b"LRANGE"[..], key, &b"0"[..], &b"-1"[..]]);
+            r.arr().iter().enumerate().map(|(i, e)| (format!("{i:08}").into_bytes(), e.bytes())).collect()
+        }
         "zset" => {
             let r = c.call(&[&b"ZRANGE"[..], key, &b"0"[..], &b"-1"[..], &b"WITHSCORES"[..]]);
             r.arr().chunks(2).map(|p| (p[0].bytes(), p[1].bytes())).collect()

@@ -104,6 +104,7 @@ fn run(op: LockOp, rest: &[&str], v: &mut View) -> Result<Plan, Quirk> {
             Effect::Count { .. } | Effect::CountThenGone => s.cmd == Cmd::HIncrBy,
             Effect::Lease { .. } => s.cmd == Cmd::PExpire,
             Effect::Delete => matches!(s.cmd, Cmd::Del | Cmd::PExpire),
+            Effect::Freed => s.cmd == Cmd::Del,
             Effect::Latch { .. } => s.cmd == Cmd::Set,
             Effect::Incr { .. } => s.cmd == Cmd::Incr,
             Effect::Release { .. } => matches!(s.cmd, Cmd::Publish | Cmd::SPublish),

@@ -58,11 +58,18 @@ pub trait Keys {
 /// hot path copies nothing), or why the call runs in Lua (`p` is then to be ignored).
 pub fn plan(op: LockOp, call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<(), Quirk> {
     match op {
-        LockOp::Acquire | LockOp::FencedAcquire | LockOp::FencedAcquirePlain => {
-            acquire(op, call, now, keys, p)
+        LockOp::Acquire
+        | LockOp::FencedAcquire
+        | LockOp::FencedAcquirePlain
+        | LockOp::NonReentrantAcquire => acquire(op, call, now, keys, p),
+        LockOp::UnlockPublish
+        | LockOp::Unlock
+        | LockOp::UnlockLatch
+        | LockOp::SpinUnlock
+        | LockOp::SpinUnlockLatch => unlock(call, now, keys, p),
+        LockOp::ForceUnlockPublish | LockOp::ForceUnlock | LockOp::SpinForceUnlock => {
+            force_unlock(call, keys, p)
         }
-        LockOp::UnlockPublish | LockOp::Unlock | LockOp::UnlockLatch => unlock(call, now, keys, p),
-        LockOp::ForceUnlockPublish | LockOp::ForceUnlock => force_unlock(call, keys, p),
         LockOp::Renew | LockOp::RenewBatch => renew(call, now, keys, p),
     }
 }
@@ -133,6 +140,11 @@ fn acquire(op: LockOp, call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan
     }
     let count = match taken {
         state::Acquire::Create => 1,
+        // The non-reentrant lock refuses its own owner with the error text it is given.
+        state::Acquire::Reenter { .. } if op == LockOp::NonReentrantAcquire => {
+            p.then = Then::Reply(Reply::ErrorArg(error_text(call)?));
+            return Ok(());
+        }
         state::Acquire::Reenter { new_count } => new_count,
         state::Acquire::Contended => {
             // While LOCK.* clients wait, this owner takes a place in their FIFO.
@@ -172,6 +184,17 @@ fn acquire(op: LockOp, call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan
     Ok(())
 }
 
+/// The ARGV slot of a non-reentrant acquire's error text, natively only when the reply carries
+/// it as Lua's would (printable ASCII, not empty, no leading `-`).
+pub fn error_text(call: &Call) -> Result<u32, Quirk> {
+    let i = arg(call, Role::ErrText)?;
+    let t = call.arg(i as usize).ok_or(Quirk::Layout)?;
+    if t.is_empty() || t.first() == Some(&b'-') || !t.iter().all(|b| (0x20..0x7f).contains(b)) {
+        return Err(Quirk::ErrorText);
+    }
+    Ok(i)
+}
+
 fn publish_cmd(call: &Call) -> Cmd {
     // The scripts without a publish-command slot publish with PUBLISH.
     match call.publish {
@@ -187,9 +210,13 @@ fn publish_ok(cmd: Cmd, keys: &mut impl Keys, lock: u32, channel: u32) -> bool {
 }
 
 fn unlock(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<(), Quirk> {
-    let (lock, channel) = (key(call, Role::Lock)?, key(call, Role::Channel)?);
-    let (message, lease, owner) =
-        (arg(call, Role::Message)?, arg(call, Role::Lease)?, arg(call, Role::Owner)?);
+    let lock = key(call, Role::Lock)?;
+    // The spin lock's unlocks have no channel: the freed lock goes to LOCK.* waiters only.
+    let channel = match call.key_index(Role::Channel) {
+        Some(c) => Some((slot(Some(c))?, arg(call, Role::Message)?)),
+        None => None,
+    };
+    let (lease, owner) = (arg(call, Role::Lease)?, arg(call, Role::Owner)?);
     let latch = match call.key_index(Role::Latch) {
         Some(k) => Some((slot(Some(k))?, arg(call, Role::LatchMs)?)),
         None => None,
@@ -229,10 +256,13 @@ fn unlock(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<(
             .ok_or(Quirk::LeaseNotInteger)
             .and_then(|ms| count_and_lease(n, false, ms, now, false))
             .map(|(c, l)| [c, l, Effect::None]),
-        None if publish_ok(publish_cmd(call), keys, lock, channel) => {
-            Ok([Effect::CountThenGone, Effect::Delete, Effect::Release { lock }])
-        }
-        None => Err(Quirk::CrossSlotPublish),
+        None => match channel {
+            None => Ok([Effect::CountThenGone, Effect::Freed, Effect::None]),
+            Some((c, _)) if publish_ok(publish_cmd(call), keys, lock, c) => {
+                Ok([Effect::CountThenGone, Effect::Delete, Effect::Release { lock }])
+            }
+            Some(_) => Err(Quirk::CrossSlotPublish),
+        },
     };
     let [counted, second, published] = *effects.as_ref().unwrap_or(&[Effect::None; 3]);
     p.step(Cmd::HIncrBy, [Arg::Key(lock), Arg::Argv(owner), Arg::MinusOne], counted);
@@ -240,7 +270,9 @@ fn unlock(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<(
         p.step(Cmd::PExpire, [Arg::Key(lock), Arg::Argv(lease)], second);
     } else {
         p.step(Cmd::Del, [Arg::Key(lock)], second);
-        p.step(publish_cmd(call), [Arg::Key(channel), Arg::Argv(message)], published);
+        if let Some((channel, message)) = channel {
+            p.step(publish_cmd(call), [Arg::Key(channel), Arg::Argv(message)], published);
+        }
     }
     // The latch keeps the reply: "0" while held, "1" once released.
     let reply = if left.is_some() { 0 } else { 1 };
@@ -257,8 +289,7 @@ fn unlock(call: &Call, now: i64, keys: &mut impl Keys, p: &mut Plan) -> Result<(
 }
 
 fn force_unlock(call: &Call, keys: &mut impl Keys, p: &mut Plan) -> Result<(), Quirk> {
-    let (lock, channel, message) =
-        (key(call, Role::Lock)?, key(call, Role::Channel)?, arg(call, Role::Message)?);
+    let lock = key(call, Role::Lock)?;
     // DEL works on any type.
     if !keys.exists(lock as usize) {
         // DEL of a missing key writes nothing, but the server refuses it all the same.
@@ -266,6 +297,13 @@ fn force_unlock(call: &Call, keys: &mut impl Keys, p: &mut Plan) -> Result<(), Q
         p.then = Then::Reply(Reply::Int(0));
         return Ok(());
     }
+    // The spin lock's force unlock has no channel: the lock goes to LOCK.* waiters only.
+    let Some(channel) = call.key_index(Role::Channel) else {
+        p.step(Cmd::Del, [Arg::Key(lock)], Effect::Freed);
+        p.then = Then::Reply(Reply::Int(1));
+        return Ok(());
+    };
+    let (channel, message) = (slot(Some(channel))?, arg(call, Role::Message)?);
     let cmd = publish_cmd(call);
     if !publish_ok(cmd, keys, lock, channel) {
         return Err(Quirk::CrossSlotPublish);

@@ -30,16 +30,25 @@ pub enum LockOp {
     FencedAcquire,
     /// KEYS lock, token counter; ARGV lease, owner. Reply nil or the PTTL (RLock API).
     FencedAcquirePlain,
+    /// The spin lock's unlock: KEYS lock; ARGV lease, owner. nil / 0 / 1, no message (<= 3.23).
+    SpinUnlock,
+    /// ... KEYS + unlock latch, ARGV + latch ms (3.24+).
+    SpinUnlockLatch,
+    /// The spin lock's force unlock: KEYS lock. DEL whatever the type; 1 or 0, no message.
+    SpinForceUnlock,
+    /// The non-reentrant lock's acquire: KEYS lock; ARGV lease, owner, error text. nil taken,
+    /// the PTTL when held by another, the error text on re-entry (4.4+).
+    NonReentrantAcquire,
 }
 
-use Role::{Channel, Latch, LatchMs, Lease, Lock, Message, Owner, PublishCmd, Token};
+use Role::{Channel, ErrText, Latch, LatchMs, Lease, Lock, Message, Owner, PublishCmd, Token};
 
 const fn def(op: LockOp, name: &'static str, layout: Layout) -> OpDef {
     OpDef { op: Op { object: Object::Lock, code: op as u8 }, name, layout }
 }
 
 /// The lock's operations, in declaration order (`OPS[op as usize]` is `op`'s).
-pub const OPS: [OpDef; 10] = [
+pub const OPS: [OpDef; 14] = [
     def(LockOp::Acquire, "acquire", Layout::fixed(&[Lock], &[Lease, Owner])),
     def(LockOp::UnlockPublish, "unlock-publish", Layout::fixed(&[Lock, Channel], &[Message, Lease, Owner])),
     def(LockOp::Unlock, "unlock", Layout::fixed(&[Lock, Channel], &[Message, Lease, Owner, PublishCmd])),
@@ -54,12 +63,24 @@ pub const OPS: [OpDef; 10] = [
     def(LockOp::RenewBatch, "renew-batch", Layout::repeated(&[], &[Lease], &[Lock], &[Owner])),
     def(LockOp::FencedAcquire, "fenced-acquire", Layout::fixed(&[Lock, Token], &[Lease, Owner])),
     def(LockOp::FencedAcquirePlain, "fenced-acquire-plain", Layout::fixed(&[Lock, Token], &[Lease, Owner])),
+    def(LockOp::SpinUnlock, "spin-unlock", Layout::fixed(&[Lock], &[Lease, Owner])),
+    def(
+        LockOp::SpinUnlockLatch,
+        "spin-unlock-latch",
+        Layout::fixed(&[Lock, Latch], &[Lease, Owner, LatchMs]),
+    ),
+    def(LockOp::SpinForceUnlock, "spin-forceunlock", Layout::fixed(&[Lock], &[])),
+    def(
+        LockOp::NonReentrantAcquire,
+        "nonreentrant-acquire",
+        Layout::fixed(&[Lock], &[Lease, Owner, ErrText]),
+    ),
 ];
 
 impl LockOp {
     /// The operation of an [`Op`] of the lock (its `code`).
     pub fn of(op: Op) -> Option<LockOp> {
-        const ALL: [LockOp; 10] = [
+        const ALL: [LockOp; 14] = [
             LockOp::Acquire,
             LockOp::UnlockPublish,
             LockOp::Unlock,
@@ -70,6 +91,10 @@ impl LockOp {
             LockOp::RenewBatch,
             LockOp::FencedAcquire,
             LockOp::FencedAcquirePlain,
+            LockOp::SpinUnlock,
+            LockOp::SpinUnlockLatch,
+            LockOp::SpinForceUnlock,
+            LockOp::NonReentrantAcquire,
         ];
         (op.object == Object::Lock).then(|| ALL.get(usize::from(op.code)).copied()).flatten()
     }
@@ -79,8 +104,9 @@ const fn row(sha: &'static str, len: usize, op: LockOp) -> Row {
     Row { sha, len, op: Op { object: Object::Lock, code: op as u8 } }
 }
 
-/// The 11 lock scripts of Redisson 3.17 to 4.7 (SHA1 of the UTF-8 body, body length).
-pub const ROWS: [Row; 11] = [
+/// The 15 lock scripts of Redisson 3.17 to 4.7 (SHA1 of the UTF-8 body, body length): RLock's
+/// 11, the spin lock's unlocks and force unlock, the non-reentrant lock's acquire.
+pub const ROWS: [Row; 15] = [
     row("dad0f8d619e548e04f21fb48d50be5034df3adae", 339, LockOp::Acquire),
     row("149c5a8bf18676fd99e9e6e24923bd64d9b62f94", 234, LockOp::Acquire),
     row("3ffe249c16dee540ac8ab32e39bd408626b9aff7", 305, LockOp::UnlockPublish),
@@ -92,6 +118,10 @@ pub const ROWS: [Row; 11] = [
     row("6a3d31570dc6f4b0bd32bcdc8e75667747c6f635", 220, LockOp::RenewBatch),
     row("49babb5a1e6a0c5f188c2ae62b93b51cdfd63e45", 288, LockOp::FencedAcquire),
     row("46b5551ba403d6152a7a6eca122e08728d6c8c66", 262, LockOp::FencedAcquirePlain),
+    row("5b9e58d1bcb8498e14aa1d5b49a1ca5b90748946", 264, LockOp::SpinUnlock),
+    row("73ac2729af29ea9a975f95e8097f7ee9a74cce3d", 432, LockOp::SpinUnlockLatch),
+    row("51b433c3cc9a6ca991b3aefec63d23490c246318", 68, LockOp::SpinForceUnlock),
+    row("3daa7be6cf69d9309ad990442e83bf25094f9b22", 273, LockOp::NonReentrantAcquire),
 ];
 
 #[cfg(test)]
@@ -111,14 +141,14 @@ mod tests {
     }
 
     #[test]
-    fn builtin_table_is_the_eleven_redisson_scripts() {
+    fn builtin_table_is_the_fifteen_redisson_lock_scripts() {
         let t = kinds::table(b"").expect("built-in");
         let lock_entries =
             t.entries().iter().filter(|e| kinds::op(e.op).is_some_and(|d| LockOp::of(d.op).is_some()));
-        assert_eq!(lock_entries.count(), 11);
+        assert_eq!(lock_entries.count(), 15);
         // (keys, args) of a fixed layout; `None` for the batch.
         type Want = (&'static str, usize, LockOp, &'static str, Option<(usize, usize)>);
-        let want: [Want; 11] = [
+        let want: [Want; 15] = [
             ("dad0f8d619e548e04f21fb48d50be5034df3adae", 339, LockOp::Acquire, "acquire", Some((1, 2))),
             ("149c5a8bf18676fd99e9e6e24923bd64d9b62f94", 234, LockOp::Acquire, "acquire", Some((1, 2))),
             (
@@ -166,6 +196,34 @@ mod tests {
                 "fenced-acquire-plain",
                 Some((2, 2)),
             ),
+            (
+                "5b9e58d1bcb8498e14aa1d5b49a1ca5b90748946",
+                264,
+                LockOp::SpinUnlock,
+                "spin-unlock",
+                Some((1, 2)),
+            ),
+            (
+                "73ac2729af29ea9a975f95e8097f7ee9a74cce3d",
+                432,
+                LockOp::SpinUnlockLatch,
+                "spin-unlock-latch",
+                Some((2, 3)),
+            ),
+            (
+                "51b433c3cc9a6ca991b3aefec63d23490c246318",
+                68,
+                LockOp::SpinForceUnlock,
+                "spin-forceunlock",
+                Some((1, 0)),
+            ),
+            (
+                "3daa7be6cf69d9309ad990442e83bf25094f9b22",
+                273,
+                LockOp::NonReentrantAcquire,
+                "nonreentrant-acquire",
+                Some((1, 3)),
+            ),
         ];
         for (hex, len, op, name, arity) in want {
             let sha = parse_sha(hex.as_bytes()).expect("hex");
@@ -194,7 +252,11 @@ mod tests {
                 "renew",
                 "renew-batch",
                 "fenced-acquire",
-                "fenced-acquire-plain"
+                "fenced-acquire-plain",
+                "spin-unlock",
+                "spin-unlock-latch",
+                "spin-forceunlock",
+                "nonreentrant-acquire"
             ],
             "the INFO order"
         );
@@ -214,8 +276,8 @@ mod tests {
         assert!(kinds::table(b"nope:00:1").is_err());
         assert_eq!(
             kinds::table(b"").expect("empty").entries().len(),
-            11 + 19 + 32,
-            "the lock's, the read-write lock's and the semaphores'"
+            15 + 19 + 32 + 15 + 6,
+            "the lock's, the read-write lock's, the semaphores', the fair lock's and the latch's"
         );
         assert_eq!(t.by_sha(&parse_sha(sha.as_bytes()).expect("hex")), Some(OpId(6)));
     }

@@ -72,6 +72,8 @@ fn handle(ctx: Ctx, called: Option<(OpId, bool)>, strs: &[RStr], argv: &[&[u8]])
         Object::Lock => crate::module::lock::scripts::run(ctx, def.op, &call, &a, now),
         Object::RwLock => crate::module::rwlock::scripts::run(ctx, def.op, &call, &a, now),
         Object::Semaphore => crate::module::semaphore::scripts::run(ctx, def.op, &call, &a, now),
+        Object::FairLock => crate::module::lock::fair_scripts::run(ctx, def.op, &call, &a, now),
+        Object::Latch => crate::module::latch::scripts::run(ctx, def.op, &call, &a, now),
     };
     match done {
         Ok(()) => {

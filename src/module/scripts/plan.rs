@@ -202,8 +202,18 @@ pub fn run<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, plan: &Plan, now:
             }
             0
         }
+        Reply::ErrorArg(i) => reply_text_error(ctx, a.arg(usize::try_from(i).unwrap_or(usize::MAX))),
     };
     Ok(())
+}
+
+/// The error a script returns from an ARGV text (checked printable ASCII): `-<text>` when it
+/// has a space (its first word is the code), else `-ERR <text>`, as Redis sends
+/// `redis.error_reply`.
+pub fn reply_text_error(ctx: Ctx, text: Option<RStr>) -> std::ffi::c_int {
+    let t = text.map(|t| String::from_utf8_lossy(rm::bytes(&t)).into_owned()).unwrap_or_default();
+    let msg = if t.contains(' ') { t } else { format!("ERR {t}") };
+    rm::reply_error(ctx, &msg)
 }
 
 /// Check the commands of a path in order, as Lua would run them: each command's ACL with its
@@ -298,6 +308,13 @@ fn apply<W: Waiters>(ctx: Ctx, a: &Argv, keys: &mut Handles, s: &Step, plan: &Pl
             keys.close_others(a, i);
             if let Some(key) = keys.open(a, i) {
                 effects::delete(ctx, key, name);
+            }
+        }
+        Effect::Freed => {
+            keys.close_others(a, i);
+            if let Some(key) = keys.open(a, i) {
+                effects::delete(ctx, key, name);
+                W::hand_over(ctx, key, name, now);
             }
         }
         Effect::Release { lock } => {

@@ -1,0 +1,3 @@
+//! The count-down latch (Redisson's `RCountDownLatch`): its scripts run natively.
+
+pub mod scripts;
