@@ -1,5 +1,5 @@
-//! List and zset-increment operations on an open [`Key`] (a fair lock's wait queue and its
-//! deadlines): element reads, head pop, tail push, removal by value, ZINCRBY. `RM_ListGet` and
+//! List operations on an open [`Key`] (a fair lock's wait queue), and a zset write with an
+//! exact score (its deadlines): element reads, head pop, tail push, removal by value. `RM_ListGet` and
 //! `RM_ListDelete` are Redis 7.0+ (every target server has them).
 
 use super::key::Key;
@@ -69,14 +69,6 @@ impl Key {
             }
         }
         removed
-    }
-
-    /// ZINCRBY `by` `member` (created at `by` when absent); the new score.
-    pub fn zset_incr(&self, member: RStr, by: f64) -> Option<f64> {
-        let (_, ptr) = self.raw();
-        let mut score = 0f64;
-        let ok = rm!(RedisModule_ZsetIncrby(ptr, by, member.0, null_mut(), &mut score) else raw::REDISMODULE_ERR as c_int);
-        (ok == raw::REDISMODULE_OK as c_int).then_some(score)
     }
 
     /// ZADD `score` `member` with an exact score.

@@ -166,13 +166,13 @@ fn apply(ctx: Ctx, call: &Call, a: &Argv, keys: &Keys, acts: &[FairAct], now: i6
         (name(Role::Lock), name(Role::Queue), name(Role::Deadlines), name(Role::Latch));
     let owner = call.arg_index(Role::Owner).and_then(|i| a.arg(i));
     let message = call.arg_index(Role::Message).and_then(|i| a.arg(i));
-    let minus_wait = call
-        .arg_index(Role::Wait)
-        .and_then(|i| call.arg(i))
-        .and_then(parse_i64)
-        .map(|w| OwnedStr::from_i64(-w));
     let mut lock_gone = false;
-    for act in acts {
+    let mut skip = 0;
+    for (i, act) in acts.iter().enumerate() {
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
         match act {
             FairAct::ZRem(m) => {
                 if let (Some(z), Some(n)) = (&keys.zset, zset_name) {
@@ -184,9 +184,20 @@ fn apply(ctx: Ctx, call: &Call, a: &Argv, keys: &Keys, acts: &[FairAct], now: i6
                     store::lpop(ctx, q, n);
                 }
             }
-            FairAct::ZIncr(m, _) => {
-                if let (Some(z), Some(n), Some(by)) = (&keys.zset, zset_name, &minus_wait) {
-                    store::zincrby(ctx, z, n, by.ptr(), m);
+            FairAct::ZIncr(..) => {
+                // A run of ZINCRBYs (every waiter's deadline): one ZADD replicates them all.
+                if let (Some(z), Some(n)) = (&keys.zset, zset_name) {
+                    let run: Vec<(&[u8], f64)> = acts
+                        .get(i..)
+                        .unwrap_or_default()
+                        .iter()
+                        .map_while(|a| match a {
+                            FairAct::ZIncr(m, s) => Some((m.as_slice(), *s)),
+                            _ => None,
+                        })
+                        .collect();
+                    skip = run.len().saturating_sub(1);
+                    store::lower_deadlines(ctx, z, n, &run);
                 }
             }
             FairAct::Enqueue(score) => {

@@ -53,13 +53,26 @@ pub fn zrem(ctx: Ctx, zset: &Key, name: RStr, member: &[u8]) {
     after(ctx, zset, name);
 }
 
-/// ZINCRBY `by` `member`, replicated as such: the replica does the same double arithmetic.
-pub fn zincrby(ctx: Ctx, zset: &Key, name: RStr, by: RStr, member: &[u8]) {
-    let m = OwnedStr::new(member);
-    let Some(by_v) = crate::logic::args::parse_i64(rm::bytes(&by)) else { return };
-    zset.zset_incr(m.ptr(), by_v as f64);
-    replicate_argv(ctx, c"ZINCRBY", &[name, by, m.ptr()]);
-    rm::notify(ctx, NOTIFY_ZSET, c"zincr", name);
+/// The ZINCRBYs of a run (member, new score: the old one less the wait, computed exactly as
+/// the server would): written, with a `zincr` event each, and replicated as one ZADD of the new
+/// scores (the replica ends with the same doubles; every member is written even when it was
+/// missing, as ZINCRBY creates it).
+pub fn lower_deadlines(ctx: Ctx, zset: &Key, name: RStr, run: &[(&[u8], f64)]) {
+    if run.is_empty() {
+        return;
+    }
+    let mut argv: Vec<OwnedStr> = Vec::with_capacity(2 * run.len());
+    for (member, score) in run {
+        let m = OwnedStr::new(member);
+        zset.zset_add_exact(*score, m.ptr());
+        rm::notify(ctx, NOTIFY_ZSET, c"zincr", name);
+        argv.push(OwnedStr::from_i64(*score as i64));
+        argv.push(m);
+    }
+    let mut ptrs: Vec<RStr> = Vec::with_capacity(1 + argv.len());
+    ptrs.push(name);
+    ptrs.extend(argv.iter().map(OwnedStr::ptr));
+    replicate_argv(ctx, c"ZADD", &ptrs);
     rm::signal_modified(ctx, name);
 }
 
