@@ -11,6 +11,7 @@ mod charts;
 mod contention;
 mod cycles;
 mod expiry;
+mod family;
 mod lua;
 mod memory;
 mod pipelined;
@@ -50,7 +51,7 @@ fn usage() -> ! {
     eprintln!(
         "usage: lock-bench --module /abs/path/libredis_lock.so [--out DIR] [--quick] \
          [--redis-server PATH] [--server-arg ARGS]... \
-         [--only uncontended,cycles,contention,expiry,memory,redisson,redisson-ratios,rwlock,rwlock-ratios,semaphore,semaphore-ratios] [--waiters N (memory)]"
+         [--only uncontended,cycles,contention,expiry,memory,redisson,redisson-ratios,rwlock,rwlock-ratios,semaphore,semaphore-ratios,family,family-ratios] [--waiters N (memory)]"
     );
     std::process::exit(2)
 }
@@ -124,6 +125,7 @@ struct Results {
     rwlock_contended: Vec<rwlock::ContendedRow>,
     semaphore: Vec<semaphore::Row>,
     semaphore_contended: Vec<semaphore::ContendedRow>,
+    family: Vec<family::Row>,
     targets: Vec<Target>,
 }
 
@@ -185,6 +187,10 @@ fn main() {
     let semaphore_contended =
         if want("semaphore") { semaphore::run_contended(port, args.quick) } else { vec![] };
     srv.assert_alive();
+    // "family-ratios": the same native vs Lua phases (bench-matrix); "family" has no other part.
+    let family_rows =
+        if want("family") || want("family-ratios") { family::run(&mut con, port, args.quick) } else { vec![] };
+    srv.assert_alive();
     drop(con);
 
     let mut targets = targets(&uncontended_ratios, &contention_rows, &expiry_rows);
@@ -193,6 +199,7 @@ fn main() {
     }
     targets.extend(rwlock_targets(&rwlock_rows, &rwlock_contended));
     targets.extend(semaphore_targets(&semaphore_rows, &semaphore_contended));
+    targets.extend(family_targets(&family_rows));
     let mut res = Results {
         meta: Meta {
             quick: args.quick,
@@ -217,6 +224,7 @@ fn main() {
         rwlock_contended,
         semaphore: semaphore_rows,
         semaphore_contended,
+        family: family_rows,
         targets,
     };
     drop(srv); // stop the server before writing the report
@@ -394,6 +402,20 @@ fn semaphore_targets(rows: &[semaphore::Row], contended: &[semaphore::ContendedR
         });
     }
     t
+}
+
+fn family_targets(rows: &[family::Row]) -> Vec<Target> {
+    rows.iter()
+        .filter(|r| r.kind != "reference")
+        .map(|r| Target {
+            // Every natively run family script >= 1.8x its script in Lua.
+            name: format!("{} ({}), native vs Lua, pipelined throughput", r.op, r.script),
+            required: ">= 1.8x".into(),
+            measured: r.ratio,
+            met: r.ratio >= 1.8 && r.unexpected_replies == 0,
+            note: format!("server usec {:.2} vs {:.2}", r.native_server_usec, r.lua_server_usec),
+        })
+        .collect()
 }
 
 fn redisson_targets(r: &redisson_scripts::Report) -> Vec<Target> {
@@ -676,6 +698,9 @@ fn markdown(r: &Results) -> String {
     }
     if !r.semaphore.is_empty() || !r.semaphore_contended.is_empty() {
         s.push_str(&semaphore::markdown(&r.semaphore, &r.semaphore_contended));
+    }
+    if !r.family.is_empty() {
+        s.push_str(&family::markdown(&r.family));
     }
     if !r.targets.is_empty() {
         let _ = writeln!(s, "## Targets (informational, never asserted)\n");

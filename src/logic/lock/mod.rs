@@ -1,6 +1,8 @@
 //! The reentrant lock (Redisson's `RLock` layout: a hash of owner -> hold count with a lease).
 
 pub mod fair_acquire;
+#[cfg(test)]
+mod fair_plan_tests;
 pub mod fair_plans;
 pub mod fair_queue;
 pub mod fair_release;
