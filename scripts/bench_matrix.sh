@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Redisson's scripts natively vs in Lua on every server, with `enable-debug-command` off and
 # `local` (on Redis 8.2 a module asking RM_GetContextFlags with `local` pays ~1 800 instructions
-# a call), and the read-write lock's LOCK.* commands vs Lua on every server: `scripts/bench_matrix.sh MODULE OUT DIR...`. DIR "" is the system's redis-server; each
+# a call), the read-write lock's LOCK.* commands vs Lua, the semaphore's and the rest of the
+# family's scripts (fair lock, count-down latch, spin and non-reentrant locks) natively vs in Lua
+# on every server: `scripts/bench_matrix.sh MODULE OUT DIR...`. DIR "" is the system's redis-server; each
 # other DIR holds a `redis-server` that goes first on PATH. Writes OUT/<server>-<config>/results.json
 # and OUT/summary.md (throughput and server µs ratios per server, config and script).
 set -uo pipefail
@@ -30,10 +32,10 @@ for dir in "${dirs[@]}"; do
 	chmod +x "$wrap/redis-server"
 	for config in no local; do
 		echo "=== $name, enable-debug-command $config" >&2
-		# The read-write lock's LOCK.* phases once per server (the config only matters to the
-		# script path, see docs/performance.md).
+		# The read-write lock's LOCK.* phases, the semaphore's and the family's once per server
+		# (the config only matters to the script path, see docs/performance.md).
 		only=redisson-ratios
-		[ "$config" = no ] && only=redisson-ratios,rwlock-ratios,semaphore-ratios
+		[ "$config" = no ] && only=redisson-ratios,rwlock-ratios,semaphore-ratios,family-ratios
 		PATH="$wrap:$PATH" "${pin_client[@]}" bench/target/release/lock-bench \
 			--module "$module" --out "$out/$name-$config" --only "$only" \
 			--server-arg "--enable-debug-command $config" >/dev/null || status=1
@@ -61,7 +63,14 @@ for f in sorted(out.glob("*/results.json")):
         need = 2.0 if x["kind"].startswith("LOCK") else 1.8
         usec = x["fast_server_usec"] / x["lua_server_usec"] if x["lua_server_usec"] else float("nan")
         rows.append(f"| {server} ({version}) | {config} | semaphore {x['op']} ({x['kind']}) | {x['ratio']:.2f}x | {usec:.2f}x | >= {need}x | {'yes' if x['ratio'] >= need else 'NO'} |")
-text = [f"Native vs Lua: Redisson's scripts (EVALSHA), the read-write lock's LOCK.* commands and the semaphore's, pipelined (server kept busy), server and client pinned to separate cores, {time.strftime('%Y-%m-%d')}",
+    for x in r.get("family") or []:
+        # Every natively run family script >= 1.8x its script in Lua; RLock acquire is the reference.
+        need = 1.8
+        usec = x["native_server_usec"] / x["lua_server_usec"] if x["lua_server_usec"] else float("nan")
+        ok = x["ratio"] >= need and x["unexpected_replies"] == 0
+        met = "(reference)" if x["kind"] == "reference" else ("yes" if ok else "NO")
+        rows.append(f"| {server} ({version}) | {config} | {x['op']} ({x['script']}) | {x['ratio']:.2f}x | {usec:.2f}x | >= {need}x | {met} |")
+text = [f"Native vs Lua: Redisson's scripts (EVALSHA), the read-write lock's LOCK.* commands, the semaphore's and the family's scripts, pipelined (server kept busy), server and client pinned to separate cores, {time.strftime('%Y-%m-%d')}",
         "", "| server | enable-debug-command | operation | throughput | server µs | target | met |",
         "|---|---|---|---:|---:|---|---|", *rows]
 (out / "summary.md").write_text("\n".join(text) + "\n")

@@ -510,3 +510,60 @@ fn native_runs_follow_the_callers_acl() {
     assert_eq!(evalsha(&mut c, &sha("latch-countdown"), &countdown), R::Nil);
     assert_eq!(cmd!(c, "GET", "g1").str(), "1");
 }
+
+/// In a one-node cluster, Lua and native agree on slots: a latch named `x{t}` gets CROSSSLOT
+/// (Redisson's channel always adds braces), a fair force unlock with SPUBLISH to a head's
+/// channel outside the script's slot fails as the script does (after the same writes), and a normal
+/// fair lock works.
+#[test]
+fn cluster_slots_as_for_the_script() {
+    fn node(opts: Opts) -> (Server, Conn) {
+        let s = Server::start_opts(opts.arg("--cluster-enabled yes --cluster-config-file nodes.conf"));
+        let mut c = Conn::new(s.port);
+        assert_eq!(cmd!(c, "CLUSTER", "ADDSLOTSRANGE", 0, 16383), R::Simple("OK".into()));
+        let ok = wait_for(Duration::from_secs(20), || {
+            cmd!(c, "CLUSTER", "INFO").str().contains("cluster_state:ok").then_some(())
+        });
+        assert!(ok.is_some());
+        (s, c)
+    }
+    let (_l, mut l) = node(Opts::default().without_module());
+    let (_n, mut n) = node(native_opts());
+    load_family(&mut l);
+    load_family(&mut n);
+    let slot = |c: &mut Conn, k: &str| cmd!(c, "CLUSTER", "KEYSLOT", k).int();
+    // A channel prefix in the lock's slot whose head channel is not: "p{<n>" has no closing
+    // brace (the whole name is hashed), "p{<n>:h}x" hashes "<n>:h".
+    let home = slot(&mut l, "{a}");
+    let p = (0..200_000)
+        .map(|i| format!("p{{{i}"))
+        .find(|p| slot(&mut l, p) == home && slot(&mut l, &format!("{p}:h}}x")) != home)
+        .expect("a prefix");
+    let now = client_now().to_string();
+    let mut calls: Vec<Call> = vec![
+        ("latch-trysetcount", vec![b("x{t}"), b(latch_channel("x{t}"))], vec![b("1"), b("2"), b("SPUBLISH")]),
+        ("latch-trysetcount", vec![b("{t}l"), b(latch_channel("{t}l"))], vec![b("1"), b("2"), b("SPUBLISH")]),
+        (
+            "fair-acquire",
+            vec![b("{t}f"), b(queue("{t}f")), b(deadlines("{t}f"))],
+            vec![b("30000"), b("o:1"), b("5000"), b(&now)],
+        ),
+    ];
+    for c in [&mut l, &mut n] {
+        cmd!(c, "HSET", "{a}", "o:1", 1);
+        cmd!(c, "RPUSH", "{a}q", "h}x");
+    }
+    calls.push((
+        "fair-forceunlock",
+        vec![b("{a}"), b("{a}q"), b("{a}z"), b(&p)],
+        vec![b("0"), b(&now), b("SPUBLISH")],
+    ));
+    for call in &calls {
+        let (rl, rn) = (evalsha(&mut l, &sha(call.0), call), evalsha(&mut n, &sha(call.0), call));
+        same_reply(&rl, &rn, &format!("{} {}", call.0, show(&call.1)));
+        same_keyspace(&mut l, &mut n, call.0);
+    }
+    assert!(evalsha(&mut n, &sha("latch-trysetcount"), &calls[0]).err().contains("CROSSSLOT"));
+    assert_eq!(cmd!(n, "EXISTS", "{a}").int(), 0, "the script deleted the lock before it failed");
+    assert_eq!(info_counts(&mut n, "_lua").get("fair_forceunlock"), Some(&1), "left to Lua");
+}

@@ -309,17 +309,10 @@ fn counts(raw: &mut Conn, script: &str) -> (i64, i64) {
 
 /// Both sides of `op`, alternating, `reps` times; the median of the paired ratios. Panics when
 /// a native call did not run natively.
-fn compare(
-    con: &mut redis::Connection,
-    raw: &mut Conn,
-    port: u16,
-    op: Op,
-    calls: usize,
-    reps: usize,
-) -> Row {
+fn compare(con: &mut redis::Connection, raw: &mut Conn, port: u16, op: Op, calls: usize, reps: usize) -> Row {
     eprintln!("[family] {}: {calls} calls per phase, {reps} rep(s)", op.label());
     let before = counts(raw, op.script());
-    let mut side = |con: &mut redis::Connection, native: bool| {
+    let side = |con: &mut redis::Connection, native: bool| {
         set_mode(con, if native { "native" } else { "lua" });
         rounds(con, port, op, native, calls)
     };

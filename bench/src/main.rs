@@ -188,8 +188,11 @@ fn main() {
         if want("semaphore") { semaphore::run_contended(port, args.quick) } else { vec![] };
     srv.assert_alive();
     // "family-ratios": the same native vs Lua phases (bench-matrix); "family" has no other part.
-    let family_rows =
-        if want("family") || want("family-ratios") { family::run(&mut con, port, args.quick) } else { vec![] };
+    let family_rows = if want("family") || want("family-ratios") {
+        family::run(&mut con, port, args.quick)
+    } else {
+        vec![]
+    };
     srv.assert_alive();
     drop(con);
 

@@ -126,7 +126,7 @@ pub const COMMAND: Spec = Spec {
         acl: c"scripting slow",
         arity: -3,
         summary: c"Runs a Redisson lock script natively; the command filter of lock.redisson-scripts native renames EVAL/EVALSHA calls of known scripts into it",
-        complexity: c"O(N) where N is the number of keys (1 to 3, or the batch size of a watchdog renewal)",
+        complexity: c"O(N) where N is the number of keys (1 to 5, or the batch size of a watchdog renewal), the holds a read unlock walks, or the waiters of a fair lock whose deadlines a take or give-up lowers",
         key_flags: RW_ACCESS_UPDATE,
         keys: Keys::Numkeys(2),
         args: &[
