@@ -567,3 +567,58 @@ fn cluster_slots_as_for_the_script() {
     assert_eq!(cmd!(n, "EXISTS", "{a}").int(), 0, "the script deleted the lock before it failed");
     assert_eq!(info_counts(&mut n, "_lua").get("fair_forceunlock"), Some(&1), "left to Lua");
 }
+
+/// Hostile calls of every family script (built-in SHA1s and our own texts, any numkeys, odd
+/// arguments, called as EVALSHA or LOCK.REDISSON) never crash the server or reach a panic.
+#[test]
+fn hostile_family_calls_never_crash_the_server() {
+    const BUILTIN: [&str; 8] = [
+        "8f6ed299ffd259f0539c20f89253998c0777ea75",
+        "367f80bd2e300e411fb0936d9b601e5bcb3fd4b6",
+        "d1ddef65ad80886b5d36e023c99930044ddd653a",
+        "38060fab26b0e7c5982a5cfd7ad542e44d3da19b",
+        "73ac2729af29ea9a975f95e8097f7ee9a74cce3d",
+        "51b433c3cc9a6ca991b3aefec63d23490c246318",
+        "3daa7be6cf69d9309ad990442e83bf25094f9b22",
+        "46724422f148047badd768b1b1a3d750d86bded2",
+    ];
+    let mut s = Server::start_opts(native_opts());
+    let mut c = Conn::new(s.port);
+    load_family(&mut c);
+    let mut rng = StdRng::seed_from_u64(0xbad);
+    let shas: Vec<String> =
+        BUILTIN.iter().map(|s| s.to_string()).chain(family_scripts().into_iter().map(|s| s.sha)).collect();
+    let choices: [&[u8]; 12] = [
+        b"k",
+        b"{k}q",
+        b"30000",
+        b"0",
+        b"PUBLISH",
+        b"",
+        b"\x00\xff",
+        b"-5",
+        b"SPUBLISH",
+        b"1e400",
+        b"9007199254740993",
+        b"o:1",
+    ];
+    for i in 0..4000 {
+        if i % 500 == 0 {
+            cmd!(c, "FLUSHALL");
+            cmd!(c, "RPUSH", "{k}q", "o:1", "x");
+            cmd!(c, "ZADD", "{k}z", "-inf", "o:1", "nan", "y");
+        }
+        let mut v: Vec<Vec<u8>> = vec![if rng.gen_bool(0.7) { b("EVALSHA") } else { b("LOCK.REDISSON") }];
+        v.push(b(pick(&mut rng, &shas)));
+        v.push(if rng.gen_ratio(1, 6) { b("-1") } else { b(rng.gen_range(0..7).to_string()) });
+        for _ in 0..rng.gen_range(0..12) {
+            v.push(pick(&mut rng, &choices).to_vec());
+        }
+        if let R::Err(e) = c.call(&v) {
+            assert!(!e.contains("internal error"), "{e}");
+        }
+    }
+    s.assert_alive();
+    let mut rc = s.conn();
+    assert_eq!(stat(&mut rc, "panics_caught"), 0);
+}
