@@ -78,7 +78,8 @@ fuzz_target!(|input: Input| {
     rest.extend((0..n).map(|k| format!("key{k}").into_bytes()));
     rest.extend(input.args.iter().take(def.layout.args.len()).cloned());
     let rest: Vec<&[u8]> = rest.iter().map(Vec::as_slice).collect();
-    let Ok(call) = parse(&kinds::OPS[kinds::OPS.iter().position(|d| d.op == def.op).unwrap_or(0)].layout, &rest)
+    let Ok(call) =
+        parse(&kinds::OPS[kinds::OPS.iter().position(|d| d.op == def.op).unwrap_or(0)].layout, &rest)
     else {
         return;
     };

@@ -135,6 +135,8 @@ fn check_plan(op: LockOp, call: &Call, input: &Input, p: &Plan) {
             Effect::Count { .. } | Effect::CountThenGone => s.cmd == Cmd::HIncrBy,
             Effect::Lease { .. } => s.cmd == Cmd::PExpire,
             Effect::Delete => matches!(s.cmd, Cmd::Del | Cmd::PExpire),
+            // The spin lock's release: no channel, no message.
+            Effect::Freed => s.cmd == Cmd::Del && call.key_index(Role::Channel).is_none(),
             Effect::Latch { .. } => s.cmd == Cmd::Set,
             Effect::Incr { .. } => s.cmd == Cmd::Incr,
             Effect::Release { lock } => {
@@ -157,7 +159,16 @@ fn check_plan(op: LockOp, call: &Call, input: &Input, p: &Plan) {
         Then::Reply(r) => {
             let effect_of = |cmd: Cmd| p.steps.iter().find(|s| s.cmd == cmd).map(|s| s.effect);
             match op {
-                LockOp::Acquire | LockOp::FencedAcquire | LockOp::FencedAcquirePlain => {
+                LockOp::NonReentrantAcquire if matches!(r, Reply::ErrorArg(_)) => {
+                    assert!(
+                        matches!(input.view, View::Mine(_)) && !p.writes(),
+                        "only its own owner is refused"
+                    );
+                }
+                LockOp::Acquire
+                | LockOp::FencedAcquire
+                | LockOp::FencedAcquirePlain
+                | LockOp::NonReentrantAcquire => {
                     let took =
                         matches!((input.view, effect_of(Cmd::PTtl)), (View::Free | View::Mine(_), None));
                     match effect_of(Cmd::HIncrBy) {
@@ -170,7 +181,11 @@ fn check_plan(op: LockOp, call: &Call, input: &Input, p: &Plan) {
                         _ => assert!(matches!(r, Reply::Int(_) | Reply::Pair(_, -1)), "{r:?}"),
                     }
                 }
-                LockOp::UnlockPublish | LockOp::Unlock | LockOp::UnlockLatch => {
+                LockOp::UnlockPublish
+                | LockOp::Unlock
+                | LockOp::UnlockLatch
+                | LockOp::SpinUnlock
+                | LockOp::SpinUnlockLatch => {
                     if let (Reply::Int(0), Some(Effect::Count { count, up: false })) =
                         (r, effect_of(Cmd::HIncrBy))
                     {
@@ -194,6 +209,9 @@ fn check_plan(op: LockOp, call: &Call, input: &Input, p: &Plan) {
                 }
                 LockOp::ForceUnlockPublish | LockOp::ForceUnlock => {
                     assert_eq!(r, Reply::Int(i64::from(effect_of(Cmd::Del) == Some(Effect::Delete))));
+                }
+                LockOp::SpinForceUnlock => {
+                    assert_eq!(r, Reply::Int(i64::from(effect_of(Cmd::Del) == Some(Effect::Freed))));
                 }
             }
         }
