@@ -622,3 +622,46 @@ fn hostile_family_calls_never_crash_the_server() {
     let mut rc = s.conn();
     assert_eq!(stat(&mut rc, "panics_caught"), 0);
 }
+
+/// Write refusals as for the script: with `min-replicas-to-write 1` and no replica, a call whose
+/// path writes gets the server's refusal and changes nothing, one whose path only reads (a busy
+/// tryLock, a non-reentrant lock refusing its own owner) runs: natively and in Lua alike.
+#[test]
+fn write_refusals_as_for_the_script() {
+    let lua = Server::start_opts(Opts::default().without_module());
+    let native = Server::start_opts(native_opts());
+    let (mut l, mut n) = (Conn::new(lua.port), Conn::new(native.port));
+    load_family(&mut l);
+    load_family(&mut n);
+    let now = client_now().to_string();
+    for c in [&mut l, &mut n] {
+        cmd!(c, "HSET", "f1", "other:1", 1);
+        cmd!(c, "HSET", "k", "o:1", 1);
+        cmd!(c, "SET", "g1", 3);
+        cmd!(c, "CONFIG", "SET", "min-replicas-to-write", 1);
+    }
+    let calls: Vec<Call> = vec![
+        (
+            "fair-tryacquire",
+            vec![b("f1"), b(queue("f1")), b(deadlines("f1"))],
+            vec![b("30000"), b("o:1"), b(&now), b("5000")],
+        ),
+        (
+            "fair-acquire",
+            vec![b("f1"), b(queue("f1")), b(deadlines("f1"))],
+            vec![b("30000"), b("o:1"), b("5000"), b(&now)],
+        ),
+        ("latch-countdown", vec![b("g1"), b(latch_channel("g1"))], vec![b("0"), b("PUBLISH")]),
+        ("nonreentrant-acquire", vec![b("k")], vec![b("30000"), b("o:1"), b("NON_REENTRANT_REACQUIRE")]),
+        ("spin-forceunlock", vec![b("k")], vec![]),
+    ];
+    let mut refused = 0;
+    for call in &calls {
+        let (rl, rn) = (evalsha(&mut l, &sha(call.0), call), evalsha(&mut n, &sha(call.0), call));
+        same_reply(&rl, &rn, call.0);
+        refused += usize::from(rn.is_err() && rn.err().starts_with("NOREPLICAS"));
+        same_keyspace(&mut l, &mut n, call.0);
+    }
+    assert_eq!(refused, 3, "the enqueue, the count-down and the force unlock write");
+    assert_eq!(evalsha(&mut n, &sha("fair-tryacquire"), &calls[0]), R::Int(1));
+}
