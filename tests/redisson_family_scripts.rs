@@ -180,6 +180,22 @@ fn random_state(rng: &mut StdRng, cs: &mut [&mut Conn], now: i64) {
     }
 }
 
+/// A write another client makes between two calls: the lock taken, freed or given another
+/// type, a waiter queued or dropped, a deadline moved, a latch count set.
+fn foreign_write(rng: &mut StdRng, now: i64) -> Vec<Vec<u8>> {
+    let name = *pick(rng, &NAMES);
+    let o = *pick(rng, &OWNERS);
+    match rng.gen_range(0..7) {
+        0 => vec![b("DEL"), b(name)],
+        1 => vec![b("HSET"), b(name), b(o), b("1")],
+        2 => vec![b("RPUSH"), b(queue(name)), b(o)],
+        3 => vec![b("LPOP"), b(queue(name))],
+        4 => vec![b("ZADD"), b(deadlines(name)), b((now + rng.gen_range(-5000..50_000)).to_string()), b(o)],
+        5 => vec![b("ZREM"), b(deadlines(name)), b(o)],
+        _ => vec![b("SET"), b(name), b(pick(rng, &["1", "5"]))],
+    }
+}
+
 /// Calls of known scripts left to Lua so far.
 fn lua_runs(c: &mut Conn) -> i64 {
     info_counts(c, "_lua").values().sum()
@@ -262,6 +278,10 @@ fn every_operation_matches_lua_over_random_states() {
         let now = client_now();
         random_state(&mut rng, &mut [&mut l, &mut n], now);
         for _ in 0..6 {
+            if rng.gen_bool(0.2) {
+                let w = foreign_write(&mut rng, now);
+                assert_eq!(l.call(&w).is_err(), n.call(&w).is_err(), "{w:?}");
+            }
             let s = &scripts[rng.gen_range(0..scripts.len())];
             let name = *pick(&mut rng, &NAMES);
             let call = call_for(s.kind, name, &mut rng, now);
