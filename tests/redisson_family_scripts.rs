@@ -267,6 +267,13 @@ fn every_operation_matches_lua_over_random_states() {
         .into_iter()
         .map(|kind| (Sub::new(lua.port, kind, &chans), Sub::new(native.port, kind, &chans), kind))
         .collect();
+    // The keyspace events too: the same commands' events, in the same order.
+    for c in [&mut l, &mut n] {
+        cmd!(c, "CONFIG", "SET", "notify-keyspace-events", "KA");
+    }
+    let events = vec![b("__keyspace@0__:*")];
+    let (mut el, mut en) =
+        (Sub::new(lua.port, "PSUBSCRIBE", &events), Sub::new(native.port, "PSUBSCRIBE", &events));
     let scripts = family_scripts();
     assert_eq!(scripts.len(), 25);
     let mut rng = StdRng::seed_from_u64(0xfa1e);
@@ -296,6 +303,15 @@ fn every_operation_matches_lua_over_random_states() {
             }
             same_keyspace(&mut l, &mut n, &ctx);
         }
+        let marker = b"__keyspace@0__:marker";
+        let (kl, kn) =
+            (el.until_marker(&mut l, "PUBLISH", marker), en.until_marker(&mut n, "PUBLISH", marker));
+        let text = |v: &[(Vec<u8>, Vec<u8>)]| -> Vec<String> {
+            v.iter()
+                .map(|(c, m)| format!("{} {}", String::from_utf8_lossy(c), String::from_utf8_lossy(m)))
+                .collect()
+        };
+        assert_eq!(text(&kl), text(&kn), "round {round}: keyspace events");
         for (sl, sn, kind) in subs.iter_mut() {
             let pubcmd = if *kind == "SUBSCRIBE" { "PUBLISH" } else { "SPUBLISH" };
             let ch = &chans[0];

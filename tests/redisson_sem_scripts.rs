@@ -171,6 +171,13 @@ fn every_operation_matches_lua_over_random_states() {
     let chans: Vec<Vec<u8>> = NAMES.iter().map(|x| b(channel(x))).collect();
     let mut sl = Sub::new(lua.port, "SUBSCRIBE", &chans);
     let mut sn = Sub::new(native.port, "SUBSCRIBE", &chans);
+    // The keyspace events too: the same commands' events, in the same order.
+    for c in [&mut l, &mut n] {
+        cmd!(c, "CONFIG", "SET", "notify-keyspace-events", "KA");
+    }
+    let events = vec![b("__keyspace@0__:*")];
+    let (mut el, mut en) =
+        (Sub::new(lua.port, "PSUBSCRIBE", &events), Sub::new(native.port, "PSUBSCRIBE", &events));
     let scripts = sem_scripts();
     assert_eq!(scripts.len(), OPS);
     let mut rng = StdRng::seed_from_u64(0x5e3a);
@@ -181,18 +188,29 @@ fn every_operation_matches_lua_over_random_states() {
         }
         let now = client_now();
         random_state(&mut rng, &mut [&mut l, &mut n], now);
+        let mut sent: Vec<String> = Vec::new();
         for _ in 0..6 {
             let s = &scripts[rng.gen_range(0..scripts.len())];
             let name = NAMES[rng.gen_range(0..NAMES.len())];
             let call = call_for(s.kind, name, &mut rng, now);
             let (rl, rn) = (evalsha(&mut l, &s.sha, &call), evalsha(&mut n, &s.sha, &call));
             let ctx = format!("round {round}: {} {} {}", s.kind, show(&call.1), show(&call.2));
+            sent.push(format!("{ctx} -> {rl:?}"));
             match (&rl, &rn) {
                 (R::Err(a), R::Err(b)) => assert_eq!(a.split(' ').next(), b.split(' ').next(), "{ctx}"),
                 _ => assert_eq!(rl, rn, "{ctx}"),
             }
             assert_same_keyspace(&mut l, &mut n, 2000, &ctx);
         }
+        let marker = b"__keyspace@0__:marker";
+        let (kl, kn) =
+            (el.until_marker(&mut l, "PUBLISH", marker), en.until_marker(&mut n, "PUBLISH", marker));
+        let text = |v: &[(Vec<u8>, Vec<u8>)]| -> Vec<String> {
+            v.iter()
+                .map(|(c, m)| format!("{} {}", String::from_utf8_lossy(c), String::from_utf8_lossy(m)))
+                .collect()
+        };
+        assert_eq!(text(&kl), text(&kn), "round {round}: keyspace events after {sent:#?}");
         for ch in &chans {
             let (ml, mn) = (sl.until_marker(&mut l, "PUBLISH", ch), sn.until_marker(&mut n, "PUBLISH", ch));
             assert_eq!(ml, mn, "round {round}: messages on {}", String::from_utf8_lossy(ch));

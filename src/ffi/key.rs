@@ -285,9 +285,17 @@ impl Key {
 }
 
 impl Key {
-    /// `ZADD key score member` (creates the zset).
-    pub fn zset_add(&self, score: i64, member: RStr) {
-        rm!(RedisModule_ZsetAdd(self.ptr, score as f64, member.0, null_mut()) else 0);
+    /// `ZADD key score member` (creates the zset); whether the member was added or its score
+    /// changed (ZADD fires its event only then).
+    pub fn zset_add(&self, score: i64, member: RStr) -> bool {
+        self.zset_set(score as f64, member)
+    }
+
+    /// `ZADD key score member` with an exact score; whether it added or changed anything.
+    pub fn zset_set(&self, score: f64, member: RStr) -> bool {
+        let mut flags: c_int = 0;
+        rm!(RedisModule_ZsetAdd(self.ptr, score, member.0, &mut flags) else 0);
+        flags & (raw::REDISMODULE_ZADD_ADDED | raw::REDISMODULE_ZADD_UPDATED) as c_int != 0
     }
 
     /// `ZREM key member`; whether it was there (the zset goes with its last member).

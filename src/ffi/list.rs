@@ -1,5 +1,5 @@
-//! List operations on an open [`Key`] (a fair lock's wait queue), and a zset write with an
-//! exact score (its deadlines): element reads, head pop, tail push, removal by value. `RM_ListGet` and
+//! List operations on an open [`Key`] (a fair lock's wait queue): element reads, head pop,
+//! tail push, removal by value. `RM_ListGet` and
 //! `RM_ListDelete` are Redis 7.0+ (every target server has them).
 
 use super::key::Key;
@@ -69,11 +69,5 @@ impl Key {
             }
         }
         removed
-    }
-
-    /// ZADD `score` `member` with an exact score.
-    pub fn zset_add_exact(&self, score: f64, member: RStr) {
-        let (_, ptr) = self.raw();
-        rm!(RedisModule_ZsetAdd(ptr, score, member.0, null_mut()) else 0);
     }
 }

@@ -103,7 +103,7 @@ pub fn run(ctx: Ctx, op: Op, call: &Call, a: &Argv, _now: i64) -> Result<(), Qui
             let v = new.to_string();
             key.string_overwrite(v.as_bytes());
             replicate_argv(ctx, c"DECR", &[name]);
-            rm::notify(ctx, NOTIFY_STRING, c"decrby", name);
+            rm::notify(ctx, NOTIFY_STRING, c"incrby", name); // DECR fires incrby
             if gone {
                 effects::delete(ctx, &key, name);
             } else {

@@ -64,8 +64,10 @@ pub fn lower_deadlines(ctx: Ctx, zset: &Key, name: RStr, run: &[(&[u8], f64)]) {
     let mut argv: Vec<OwnedStr> = Vec::with_capacity(2 * run.len());
     for (member, score) in run {
         let m = OwnedStr::new(member);
-        zset.zset_add_exact(*score, m.ptr());
-        rm::notify(ctx, NOTIFY_ZSET, c"zincr", name);
+        // ZINCRBY fires its event only when it added or re-scored the member.
+        if zset.zset_set(*score, m.ptr()) {
+            rm::notify(ctx, NOTIFY_ZSET, c"zincr", name);
+        }
         argv.push(OwnedStr::from_i64(*score as i64));
         argv.push(m);
     }
@@ -78,7 +80,7 @@ pub fn lower_deadlines(ctx: Ctx, zset: &Key, name: RStr, run: &[(&[u8], f64)]) {
 
 /// ZADD `score` `owner` (a whole number of ms).
 pub fn zadd(ctx: Ctx, zset: &Key, name: RStr, score: i64, owner: RStr) {
-    zset.zset_add_exact(score as f64, owner);
+    zset.zset_set(score as f64, owner);
     let s = OwnedStr::from_i64(score);
     replicate_argv(ctx, c"ZADD", &[name, s.ptr(), owner]);
     rm::notify(ctx, NOTIFY_ZSET, c"zadd", name);

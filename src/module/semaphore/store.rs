@@ -188,8 +188,8 @@ impl Sem<'_> {
             }
         }
         replication::count(ctx, self.name, delta, text);
-        let event = if delta >= 0 { c"incrby" } else { c"decrby" };
-        rm::notify(ctx, NOTIFY_STRING, event, self.name);
+        // INCRBY and DECRBY both fire `incrby`.
+        rm::notify(ctx, NOTIFY_STRING, c"incrby", self.name);
         rm::signal_modified(ctx, self.name);
     }
 
@@ -205,12 +205,14 @@ impl Sem<'_> {
             return;
         }
         let z = self.zset(ctx);
-        for id in ids {
-            z.zset_add(score, *id);
-        }
+        // One event per id added or re-scored, as the scripts' ZADD per id fires (a ZADD that
+        // changes nothing fires none).
+        let changed = ids.iter().filter(|id| z.zset_add(score, **id)).count();
         let s = OwnedStr::from_i64(score);
         replication::zadd(ctx, self.zname.ptr(), s.ptr(), ids);
-        notify(ctx, NOTIFY_ZSET, c"zadd", self.zname.ptr());
+        for _ in 0..changed {
+            notify(ctx, NOTIFY_ZSET, c"zadd", self.zname.ptr());
+        }
         if let Some(d) = self.key.deadline().filter(|_| copy_ttl) {
             let now = rm::millis();
             z.set_deadline(d, now);
