@@ -51,7 +51,9 @@ class Server:
         deadline = time.monotonic() + 20
         while True:
             try:
-                if self.conn.ping() and (replica_of is None or self.link_up()):
+                # Ours, not a process that took the port first (ours then exits: no silent mix-up).
+                ours = self.conn.info("server").get("process_id") == self.proc.pid
+                if ours and (replica_of is None or self.link_up()):
                     break
             except redis.RedisError:
                 pass

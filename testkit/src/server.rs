@@ -243,8 +243,10 @@ impl Server {
                 }
             }
             if let Ok(mut con) = self.try_conn() {
-                // LOADING and other errors: not ready yet
-                if redis::cmd("PING").query::<String>(&mut con).is_ok() {
+                // LOADING and other errors: not ready yet. A server that answers must be ours:
+                // another process may have taken the port between `free_port` and our bind (our
+                // child then exits with "Address already in use", seen on the next turn).
+                if redis::cmd("PING").query::<String>(&mut con).is_ok() && self.answers_as_child(&mut con) {
                     return Ok(());
                 }
             }
@@ -253,6 +255,13 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// Whether the server on our port is our child process (`INFO server` `process_id`).
+    fn answers_as_child(&self, con: &mut redis::Connection) -> bool {
+        let Some(pid) = self.child.as_ref().map(std::process::Child::id) else { return false };
+        let info: String = redis::cmd("INFO").arg("server").query(con).unwrap_or_default();
+        info.lines().any(|l| l.trim() == format!("process_id:{pid}"))
     }
 
     pub fn url(&self) -> String {

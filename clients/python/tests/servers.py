@@ -68,7 +68,10 @@ class Server:
                 try:
                     with redis.Redis(port=self.port, socket_timeout=1) as probe:
                         probe.ping()
-                    return
+                        # Ours, not a process that took the port first (ours then exits).
+                        if probe.info("server").get("process_id") == self.proc.pid:
+                            return
+                    time.sleep(0.02)
                 except redis.ConnectionError:
                     time.sleep(0.02)
             self.kill()
