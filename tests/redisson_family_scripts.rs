@@ -168,6 +168,9 @@ fn random_state(rng: &mut StdRng, cs: &mut [&mut Conn], now: i64) {
             }
         }
         if rng.gen_bool(0.2) {
+            writes.push(vec![b("PEXPIRE"), b(deadlines(name)), b("600000")]);
+        }
+        if rng.gen_bool(0.2) {
             let v = pick(rng, &["0", "1", "x"]);
             writes.push(vec![b("SET"), b(unlock_latch(name, 0)), b(v), b("PX"), b("600000")]);
         }

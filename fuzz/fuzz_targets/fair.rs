@@ -59,8 +59,8 @@ impl FairKeys for Model<'_> {
     fn deadline(&mut self, member: &[u8]) -> Option<f64> {
         self.i.scores.iter().find(|(n, _)| name(*n) == member).map(|(_, s)| *s)
     }
-    fn deadline_members(&mut self) -> Vec<Vec<u8>> {
-        self.i.scores.iter().map(|(n, _)| name(*n)).collect()
+    fn deadlines(&mut self) -> Vec<(Vec<u8>, f64)> {
+        self.i.scores.iter().map(|(n, s)| (name(*n), *s)).collect()
     }
     fn latch(&mut self) -> Latch {
         match self.i.latch {
@@ -90,6 +90,9 @@ fuzz_target!(|input: Input| {
     for a in &f.acts {
         if let FairAct::Enqueue(s) | FairAct::ZIncr(_, s) = a {
             assert!(s.fract() == 0.0 && s.abs() <= EXACT, "{s}");
+        }
+        if let FairAct::LowerAll { members, .. } = a {
+            assert!(members.iter().all(|(_, s)| s.fract() == 0.0 && s.abs() <= EXACT));
         }
     }
     if let Some(FairReply::ErrorArg(_)) = f.reply {

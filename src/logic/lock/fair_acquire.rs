@@ -145,16 +145,21 @@ fn take(c: &mut Ctx, keys: &mut impl FairKeys, me: &[u8], wait: i64, now: i64) -
     c.write(Cmd::ZRem, &[zset, owner], FairAct::ZRem(me.to_vec()));
     c.removed.push(me.to_vec());
     c.out.plan.read(Cmd::ZRange, [zset, Arg::Zero, Arg::MinusOne]);
-    let members = keys.deadline_members();
     let minus = c.made(&[(-wait).to_string().as_bytes()]);
-    for m in members {
+    // Every other deadline drops by `wait` (the order stays: integers of at most 2^53 subtract
+    // exactly); the zset is rewritten in one go (`FairAct::LowerAll`).
+    let mut lowered = Vec::new();
+    for (m, old) in keys.deadlines() {
         if c.removed.contains(&m) {
             continue;
         }
-        let old = keys.deadline(&m).map_or(Ok(0.0), exact)?;
-        let new = exact(old - wait as f64)?;
+        let new = exact(exact(old)? - wait as f64)?;
         let a = c.made(&[&m]);
-        c.write(Cmd::ZIncrBy, &[zset, minus, a], FairAct::ZIncr(m, new));
+        c.out.plan.read(Cmd::ZIncrBy, [zset, minus, a]);
+        lowered.push((m, new));
+    }
+    if !lowered.is_empty() {
+        c.out.acts.push(FairAct::LowerAll { members: lowered, changed: wait != 0 });
     }
     c.write(Cmd::HSet, &[lock, owner, Arg::One], FairAct::Take);
     c.write(Cmd::PExpire, &[lock, lease], lease_step);

@@ -42,10 +42,10 @@ impl FairKeys for Model {
     fn deadline(&mut self, member: &[u8]) -> Option<f64> {
         self.scores.iter().find(|(m, _)| m.as_bytes() == member).map(|(_, s)| *s)
     }
-    fn deadline_members(&mut self) -> Vec<Vec<u8>> {
+    fn deadlines(&mut self) -> Vec<(Vec<u8>, f64)> {
         let mut v = self.scores.clone();
         v.sort_by(|a, b| a.1.total_cmp(&b.1));
-        v.into_iter().map(|(m, _)| m.as_bytes().to_vec()).collect()
+        v.into_iter().map(|(m, s)| (m.as_bytes().to_vec(), s)).collect()
     }
     fn latch(&mut self) -> Latch {
         self.latch
@@ -89,9 +89,10 @@ fn the_head_takes_a_free_lock_and_everyone_behind_moves_up() {
         vec![
             FairAct::LPop,
             FairAct::ZRem(b("me")),
-            FairAct::ZIncr(b("x"), 3e6 - 5000.0),
-            FairAct::ZIncr(b("y"), 4e6 - 5000.0),
-            FairAct::ZIncr(b("loose"), 5e6 - 5000.0),
+            FairAct::LowerAll {
+                members: vec![(b("x"), 3e6 - 5000.0), (b("y"), 4e6 - 5000.0), (b("loose"), 5e6 - 5000.0)],
+                changed: true
+            },
             FairAct::Take,
             FairAct::Lease { deadline: SERVER + 30000, fresh: true },
         ]

@@ -32,8 +32,8 @@ pub trait FairKeys {
     fn queue_at(&mut self, i: usize) -> Option<Vec<u8>>;
     /// The deadline (zset score) of `member`.
     fn deadline(&mut self, member: &[u8]) -> Option<f64>;
-    /// Every member of the deadlines zset, lowest score first (as ZRANGE 0 -1).
-    fn deadline_members(&mut self) -> Vec<Vec<u8>>;
+    /// Every member of the deadlines zset with its score, lowest first (as ZRANGE 0 -1).
+    fn deadlines(&mut self) -> Vec<(Vec<u8>, f64)>;
     /// The unlock latch, as GET reads it.
     fn latch(&mut self) -> Latch;
 }
@@ -45,8 +45,12 @@ pub enum FairAct {
     ZRem(Vec<u8>),
     /// LPOP queue (its head).
     LPop,
-    /// ZINCRBY deadlines -wait member: the score becomes `.1`.
+    /// ZINCRBY deadlines -wait member: the score becomes `.1` (created when absent).
     ZIncr(Vec<u8>, f64),
+    /// ZINCRBY deadlines -wait on every member of the zset (a take): each member's new score,
+    /// in the zset's order; `changed`: wait is not 0 (ZINCRBY by 0 changes nothing, fires
+    /// nothing).
+    LowerAll { members: Vec<(Vec<u8>, f64)>, changed: bool },
     /// HSET lock owner 1 (a fresh lock).
     Take,
     /// HINCRBY lock owner +-1: the count becomes `count`.

@@ -102,7 +102,8 @@ pub fn run(ctx: Ctx, op: Op, call: &Call, a: &Argv, _now: i64) -> Result<(), Qui
         Write::Decr(new, gone) => {
             let v = new.to_string();
             key.string_overwrite(v.as_bytes());
-            replicate_argv(ctx, c"DECR", &[name]);
+            // As DECR: INCRBY -1, or SET value KEEPTTL through the call's own argv.
+            crate::ffi::replication::count(ctx, name, -1, v.as_bytes());
             rm::notify(ctx, NOTIFY_STRING, c"incrby", name); // DECR fires incrby
             if gone {
                 effects::delete(ctx, &key, name);

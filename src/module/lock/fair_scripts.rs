@@ -70,10 +70,10 @@ impl FairKeys for Reads<'_> {
         self.keys.zset.as_ref()?.zset_score_exact(m.ptr())
     }
 
-    fn deadline_members(&mut self) -> Vec<Vec<u8>> {
+    fn deadlines(&mut self) -> Vec<(Vec<u8>, f64)> {
         let mut out = Vec::new();
         if let Some(z) = &self.keys.zset {
-            z.zset_range(f64::NEG_INFINITY, f64::INFINITY, usize::MAX, &mut |m, _| out.push(m.to_vec()));
+            z.zset_range(f64::NEG_INFINITY, f64::INFINITY, usize::MAX, &mut |m, s| out.push((m.to_vec(), s)));
         }
         out
     }
@@ -182,6 +182,11 @@ fn apply(ctx: Ctx, call: &Call, a: &Argv, keys: &Keys, acts: &[FairAct], now: i6
             FairAct::LPop => {
                 if let (Some(q), Some(n)) = (&keys.queue, queue_name) {
                     store::lpop(ctx, q, n);
+                }
+            }
+            FairAct::LowerAll { members, changed } => {
+                if let (Some(z), Some(n), true) = (&keys.zset, zset_name, *changed) {
+                    store::rewrite_deadlines(ctx, z, n, members, now);
                 }
             }
             FairAct::ZIncr(..) => {

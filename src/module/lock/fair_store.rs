@@ -78,6 +78,38 @@ pub fn lower_deadlines(ctx: Ctx, zset: &Key, name: RStr, run: &[(&[u8], f64)]) {
     rm::signal_modified(ctx, name);
 }
 
+/// Every member's ZINCRBY of a take (`members`: all of the zset's, with their new scores, in
+/// its order): the zset is written anew, highest score first (each insert lands at the head of
+/// a small zset's listpack: no search per member), its TTL kept, with a `zincr` event per
+/// member, and replicated as one ZADD of the new scores.
+pub fn rewrite_deadlines(ctx: Ctx, zset: &Key, name: RStr, members: &[(Vec<u8>, f64)], now: i64) {
+    let ttl = zset.deadline();
+    zset.delete();
+    let mut argv: Vec<OwnedStr> = Vec::with_capacity(2 * members.len());
+    for (member, score) in members.iter().rev() {
+        let m = OwnedStr::new(member);
+        zset.zset_set(*score, m.ptr());
+        argv.push(m);
+        argv.push(OwnedStr::from_i64(*score as i64));
+    }
+    if let Some(d) = ttl {
+        zset.set_deadline(d, now);
+    }
+    for _ in members {
+        rm::notify(ctx, NOTIFY_ZSET, c"zincr", name);
+    }
+    let mut ptrs: Vec<RStr> = Vec::with_capacity(1 + argv.len());
+    ptrs.push(name);
+    for pair in argv.chunks(2) {
+        if let [m, s] = pair {
+            ptrs.push(s.ptr());
+            ptrs.push(m.ptr());
+        }
+    }
+    replicate_argv(ctx, c"ZADD", &ptrs);
+    rm::signal_modified(ctx, name);
+}
+
 /// ZADD `score` `owner` (a whole number of ms).
 pub fn zadd(ctx: Ctx, zset: &Key, name: RStr, score: i64, owner: RStr) {
     zset.zset_set(score as f64, owner);
