@@ -357,6 +357,27 @@ impl Key {
         rm!(RedisModule_ZsetRangeStop(self.ptr) else ());
     }
 
+    /// The member with the highest score and its score (O(1) from the zset's end), if any.
+    pub fn zset_last(&self) -> Option<(Vec<u8>, f64)> {
+        if self.kind() != KeyKind::SortedSet {
+            return None;
+        }
+        let (lo, hi) = (f64::NEG_INFINITY, f64::INFINITY);
+        let ok =
+            rm!(RedisModule_ZsetLastInScoreRange(self.ptr, lo, hi, 0, 0) else raw::REDISMODULE_ERR as c_int);
+        if ok != raw::REDISMODULE_OK as c_int {
+            return None;
+        }
+        let mut score = 0f64;
+        let ele = rm!(RedisModule_ZsetRangeCurrentElement(self.ptr, &mut score) else null_mut());
+        let out = (!ele.is_null()).then(|| (bytes(&RStr(ele)).to_vec(), score));
+        if !ele.is_null() {
+            rm!(RedisModule_FreeString(self.ctx.0, ele) else ());
+        }
+        rm!(RedisModule_ZsetRangeStop(self.ptr) else ());
+        out
+    }
+
     /// The lowest score, if the zset has members.
     pub fn zset_lowest(&self) -> Option<i64> {
         let mut out = None;

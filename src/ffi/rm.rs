@@ -74,9 +74,12 @@ impl StaticStr {
     pub fn ptr(&self) -> RStr {
         self.0
     }
-    /// Whether `s` is this very string object (the same address, not just the same bytes).
-    pub fn is(&self, s: RStr) -> bool {
-        self.0 .0 == s.0
+}
+
+impl RStr {
+    /// The string's address: what identifies an object the module made (a lookup key only).
+    pub fn addr(&self) -> usize {
+        self.0 as usize
     }
 }
 

@@ -46,6 +46,13 @@ pub struct Table {
     entries: Vec<Entry>,
     /// Lowercase hex of each entry's SHA1, same order: EVALSHA is matched without decoding.
     hex: Vec<[u8; 40]>,
+    /// (first 8 bytes of `hex[i]`, i), sorted: EVALSHA is looked up by binary search.
+    index: Vec<(u64, u32)>,
+}
+
+/// The first 8 bytes of a hex SHA1, as a number (the index key).
+fn head(b: &[u8]) -> Option<u64> {
+    b.get(..8).and_then(|p| <[u8; 8]>::try_from(p).ok()).map(u64::from_ne_bytes)
 }
 
 impl Table {
@@ -81,7 +88,18 @@ impl Table {
                 .ok_or("a script length is a positive integer")?;
             t.push(Entry { sha, len, op: OpId(id) });
         }
+        t.reindex();
         Ok(t)
+    }
+
+    fn reindex(&mut self) {
+        self.index = self
+            .hex
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| Some((head(h)?, u32::try_from(i).ok()?)))
+            .collect();
+        self.index.sort_unstable();
     }
 
     fn push(&mut self, e: Entry) {
@@ -98,11 +116,19 @@ impl Table {
         if hex.len() != 40 {
             return None;
         }
-        // Compare 8 bytes at a time before the whole string: most entries differ at once.
-        let head = |b: &[u8]| b.get(..8).and_then(|p| <[u8; 8]>::try_from(p).ok()).map(u64::from_ne_bytes);
-        let want = head(hex);
-        if let Some(i) = self.hex.iter().position(|h| head(h) == want && h.as_slice() == hex) {
-            return self.entries.get(i).map(|e| e.op);
+        // Binary search on the first 8 bytes, then the whole string (lowercase, as Redisson
+        // sends it); anything else is decoded.
+        if let Some(want) = head(hex) {
+            let from = self.index.partition_point(|(h, _)| *h < want);
+            for &(h, i) in self.index.get(from..).unwrap_or_default() {
+                if h != want {
+                    break;
+                }
+                let i = usize::try_from(i).unwrap_or(usize::MAX);
+                if self.hex.get(i).is_some_and(|x| x.as_slice() == hex) {
+                    return self.entries.get(i).map(|e| e.op);
+                }
+            }
         }
         parse_sha(hex).and_then(|s| self.by_sha(&s))
     }

@@ -35,8 +35,12 @@ struct Keys {
 }
 
 struct Reads<'k> {
+    ctx: Ctx,
     keys: &'k Keys,
     owner: Option<RStr>,
+    queue_name: Option<RStr>,
+    /// The deadlines' highest member and score, once read (the last waiter's, usually).
+    last: Option<Option<(Vec<u8>, f64)>>,
 }
 
 impl FairKeys for Reads<'_> {
@@ -62,12 +66,28 @@ impl FairKeys for Reads<'_> {
     }
 
     fn queue_at(&mut self, i: usize) -> Option<Vec<u8>> {
-        self.keys.queue.as_ref()?.list_get(i64::try_from(i).ok()?)
+        let q = self.keys.queue.as_ref()?;
+        let len = q.list_len();
+        // The tail through a handle of its own: the server steps the open handle's iterator
+        // from wherever it was (the head) one element at a time.
+        if len > 2 && i + 1 == len {
+            let tail = Key::read(self.ctx, self.queue_name?);
+            return tail.list_get(-1);
+        }
+        q.list_get(i64::try_from(i).ok()?)
     }
 
     fn deadline(&mut self, member: &[u8]) -> Option<f64> {
+        let z = self.keys.zset.as_ref()?;
+        // The last waiter's deadline is usually the highest: read from the zset's end, no scan.
+        let last = self.last.get_or_insert_with(|| z.zset_last());
+        if let Some((m, s)) = last {
+            if m.as_slice() == member {
+                return Some(*s);
+            }
+        }
         let m = OwnedStr::new(member);
-        self.keys.zset.as_ref()?.zset_score_exact(m.ptr())
+        z.zset_score_exact(m.ptr())
     }
 
     fn deadlines(&mut self) -> Vec<(Vec<u8>, f64)> {
@@ -120,7 +140,9 @@ pub fn run(ctx: Ctx, op: Op, call: &Call, a: &Argv, now: i64) -> Result<(), Quir
         }
     }
     let owner = call.arg_index(Role::Owner).and_then(|i| a.arg(i));
-    let fair = fair_plans::decide(op, call, &mut Reads { keys: &keys, owner }, now, a.checks_args())?;
+    let queue_name = call.key_index(Role::Queue).and_then(|i| a.key(i));
+    let mut reads = Reads { ctx, keys: &keys, owner, queue_name, last: None };
+    let fair = fair_plans::decide(op, call, &mut reads, now, a.checks_args())?;
     let sharded = call.publish == Some(Publish::SPublish);
     if sharded && cluster::enabled() {
         let home = call.key(0).map(cluster::key_slot);

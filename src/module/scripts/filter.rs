@@ -37,6 +37,7 @@ use crate::logic::kinds;
 use crate::logic::script_table::Table;
 use crate::logic::scripts::{self, OpId};
 use crate::registry::stats;
+use std::collections::HashMap;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{LazyLock, Mutex, PoisonError, RwLock};
@@ -93,17 +94,25 @@ pub fn lookup(evalsha: bool, script: &[u8]) -> Option<OpId> {
     }
 }
 
-/// Which (operation, EVALSHA?) a command name object put in place by the filter stands for.
-pub fn identify(name: RStr) -> Option<(OpId, bool)> {
+/// The name objects by address: which (operation, EVALSHA?) each stands for.
+static BY_ADDR: LazyLock<HashMap<usize, (OpId, bool)>> = LazyLock::new(|| {
     NAMES
         .iter()
         .enumerate()
-        .find_map(|(op, pair)| pair.iter().position(|q| q.is(name)).map(|i| (OpId(op), i == 1)))
+        .flat_map(|(op, pair)| {
+            pair.iter().enumerate().map(move |(i, q)| (q.ptr().addr(), (OpId(op), i == 1)))
+        })
+        .collect()
+});
+
+/// Which (operation, EVALSHA?) a command name object put in place by the filter stands for.
+pub fn identify(name: RStr) -> Option<(OpId, bool)> {
+    BY_ADDR.get(&name.addr()).copied()
 }
 
 /// Install (`on`) or remove the filter; idempotent.
 pub fn install(ctx: Ctx, on: bool) -> Result<(), String> {
-    LazyLock::force(&NAMES);
+    LazyLock::force(&BY_ADDR);
     // A context without a client (a config apply callback) cannot RM_Call.
     if RESOLVED.load(Ordering::Relaxed) & 0x80 == 0 && crate::ffi::acl::client_id(ctx) != 0 {
         RESOLVED.store(read_resolved(ctx) | 0x80, Ordering::Relaxed);
