@@ -104,8 +104,11 @@ enum Op {
     HeadTakes(usize),
     /// `fair-acquire` by a newcomer, the lock held, this many queued: it joins the tail.
     Enqueue(usize),
-    /// `latch-countdown` of a count that stays above 0.
+    /// `latch-countdown` of a count that stays above 0, the first on its latch (the count as
+    /// SET left it: integer-encoded).
     CountDown,
+    /// `latch-countdown` of a latch counted down by many workers: [`SHARED`] calls per latch.
+    CountDownShared,
     /// `latch-trysetcount` of a fresh latch.
     TrySetCount,
     /// `spin-unlock-latch`: the only hold released.
@@ -122,7 +125,7 @@ impl Op {
             Op::FairAcquire | Op::HeadTakes(_) | Op::Enqueue(_) => "fair-acquire",
             Op::FairTryAcquire => "fair-tryacquire",
             Op::FairUnlock => "fair-unlock-latch",
-            Op::CountDown => "latch-countdown",
+            Op::CountDown | Op::CountDownShared => "latch-countdown",
             Op::TrySetCount => "latch-trysetcount",
             Op::SpinUnlock => "spin-unlock-latch",
             Op::NonReentrantAcquire => "nonreentrant-acquire",
@@ -137,7 +140,10 @@ impl Op {
             Op::FairUnlock => "fair lock: unlock (full release, latch)".into(),
             Op::HeadTakes(w) => format!("fair lock: queue head takes the lock, {w} waiters behind"),
             Op::Enqueue(w) => format!("fair lock: newcomer queues, lock held, {w} queued"),
-            Op::CountDown => "count-down latch: countDown (count stays > 0)".into(),
+            Op::CountDown => "count-down latch: countDown, the latch's first (count stays > 0)".into(),
+            Op::CountDownShared => {
+                format!("count-down latch: countDown, {SHARED} per latch (count stays > 0)")
+            }
             Op::TrySetCount => "count-down latch: trySetCount (fresh)".into(),
             Op::SpinUnlock => "spin lock: unlock (full release, latch)".into(),
             Op::NonReentrantAcquire => "non-reentrant lock: acquire a free lock".into(),
@@ -199,8 +205,17 @@ fn setup(op: Op, i: usize, now: i64) -> Vec<redis::Cmd> {
             c.arg(&k).arg(COUNT);
             vec![c]
         }
+        Op::CountDownShared if i.is_multiple_of(SHARED) => {
+            let mut c = redis::cmd("SET");
+            c.arg(key(i / SHARED)).arg(COUNT);
+            vec![c]
+        }
+        Op::CountDownShared => vec![],
     }
 }
+
+/// Calls per latch of [`Op::CountDownShared`]: the workers a latch waits for.
+const SHARED: usize = 50;
 
 /// Call `j` of phase `phase` on lock `i`.
 fn command(op: Op, i: usize, phase: u64, now: i64) -> redis::Cmd {
@@ -223,6 +238,10 @@ fn command(op: Op, i: usize, phase: u64, now: i64) -> redis::Cmd {
             c.arg(0).arg(LEASE).arg(owner(0)).arg(now).arg("PUBLISH").arg(LATCH_PX);
         }
         Op::CountDown => {
+            c.arg(2).arg(&k).arg(latch_channel(&k)).arg(0).arg("PUBLISH");
+        }
+        Op::CountDownShared => {
+            let k = key(i / SHARED);
             c.arg(2).arg(&k).arg(latch_channel(&k)).arg(0).arg("PUBLISH");
         }
         Op::TrySetCount => {
@@ -248,6 +267,7 @@ fn expected(op: Op, v: &R) -> bool {
         | Op::FairTryAcquire
         | Op::HeadTakes(_)
         | Op::CountDown
+        | Op::CountDownShared
         | Op::NonReentrantAcquire
         | Op::Acquire => matches!(v, R::Nil),
         Op::FairUnlock | Op::SpinUnlock | Op::TrySetCount => matches!(v, R::Int(1)),
@@ -381,6 +401,7 @@ pub fn run(con: &mut redis::Connection, port: u16, quick: bool) -> Vec<Row> {
         Op::Enqueue(10),
         Op::Enqueue(100),
         Op::CountDown,
+        Op::CountDownShared,
         Op::TrySetCount,
         Op::SpinUnlock,
         Op::NonReentrantAcquire,
