@@ -166,9 +166,15 @@ pub const SEM_SOURCES: [(&str, &str); 31] = [
 /// The rest of Redisson's family (`lua/latch-*.lua`, `lua/fair-*.lua`, `lua/spin-*.lua`,
 /// `lua/nonreentrant-*.lua`), from the documented behaviour, never Redisson's text.
 pub const FAMILY_SOURCES: [(&str, &str); 25] = [
-    ("latch-trysetcount-publish", include_str!("../../clients/python/src/redislock/lua/latch-trysetcount-publish.lua")),
+    (
+        "latch-trysetcount-publish",
+        include_str!("../../clients/python/src/redislock/lua/latch-trysetcount-publish.lua"),
+    ),
     ("latch-trysetcount", include_str!("../../clients/python/src/redislock/lua/latch-trysetcount.lua")),
-    ("latch-countdown-publish", include_str!("../../clients/python/src/redislock/lua/latch-countdown-publish.lua")),
+    (
+        "latch-countdown-publish",
+        include_str!("../../clients/python/src/redislock/lua/latch-countdown-publish.lua"),
+    ),
     ("latch-countdown", include_str!("../../clients/python/src/redislock/lua/latch-countdown.lua")),
     ("latch-delete-publish", include_str!("../../clients/python/src/redislock/lua/latch-delete-publish.lua")),
     ("latch-delete", include_str!("../../clients/python/src/redislock/lua/latch-delete.lua")),
@@ -176,17 +182,35 @@ pub const FAMILY_SOURCES: [(&str, &str); 25] = [
     ("fair-tryacquire-bug", include_str!("../../clients/python/src/redislock/lua/fair-tryacquire-bug.lua")),
     ("fair-tryacquire", include_str!("../../clients/python/src/redislock/lua/fair-tryacquire.lua")),
     ("fair-acquire-bug", include_str!("../../clients/python/src/redislock/lua/fair-acquire-bug.lua")),
-    ("fair-acquire-enqueue-bug", include_str!("../../clients/python/src/redislock/lua/fair-acquire-enqueue-bug.lua")),
+    (
+        "fair-acquire-enqueue-bug",
+        include_str!("../../clients/python/src/redislock/lua/fair-acquire-enqueue-bug.lua"),
+    ),
     ("fair-acquire", include_str!("../../clients/python/src/redislock/lua/fair-acquire.lua")),
-    ("fair-unlock-publish-bug", include_str!("../../clients/python/src/redislock/lua/fair-unlock-publish-bug.lua")),
+    (
+        "fair-unlock-publish-bug",
+        include_str!("../../clients/python/src/redislock/lua/fair-unlock-publish-bug.lua"),
+    ),
     ("fair-unlock-bug", include_str!("../../clients/python/src/redislock/lua/fair-unlock-bug.lua")),
-    ("fair-unlock-latch-bug", include_str!("../../clients/python/src/redislock/lua/fair-unlock-latch-bug.lua")),
+    (
+        "fair-unlock-latch-bug",
+        include_str!("../../clients/python/src/redislock/lua/fair-unlock-latch-bug.lua"),
+    ),
     ("fair-unlock-latch", include_str!("../../clients/python/src/redislock/lua/fair-unlock-latch.lua")),
-    ("fair-forceunlock-publish-bug", include_str!("../../clients/python/src/redislock/lua/fair-forceunlock-publish-bug.lua")),
+    (
+        "fair-forceunlock-publish-bug",
+        include_str!("../../clients/python/src/redislock/lua/fair-forceunlock-publish-bug.lua"),
+    ),
     ("fair-forceunlock-bug", include_str!("../../clients/python/src/redislock/lua/fair-forceunlock-bug.lua")),
     ("fair-forceunlock", include_str!("../../clients/python/src/redislock/lua/fair-forceunlock.lua")),
-    ("nonreentrant-fair-tryacquire", include_str!("../../clients/python/src/redislock/lua/nonreentrant-fair-tryacquire.lua")),
-    ("nonreentrant-fair-acquire", include_str!("../../clients/python/src/redislock/lua/nonreentrant-fair-acquire.lua")),
+    (
+        "nonreentrant-fair-tryacquire",
+        include_str!("../../clients/python/src/redislock/lua/nonreentrant-fair-tryacquire.lua"),
+    ),
+    (
+        "nonreentrant-fair-acquire",
+        include_str!("../../clients/python/src/redislock/lua/nonreentrant-fair-acquire.lua"),
+    ),
     ("spin-unlock", include_str!("../../clients/python/src/redislock/lua/spin-unlock.lua")),
     ("spin-unlock-latch", include_str!("../../clients/python/src/redislock/lua/spin-unlock-latch.lua")),
     ("spin-forceunlock", include_str!("../../clients/python/src/redislock/lua/spin-forceunlock.lua")),
