@@ -6,7 +6,11 @@ the client (both directions, every server) and delivers what was held back when 
 which is what a long network delay or a healed partition does to a TCP stream. ``down`` makes
 one server unreachable for one client (connections refused at once). ``retarget``
 points a server's links at another port (failover, restart) and closes the open connections,
-so the clients reconnect to the new server.
+so the clients reconnect to the new server. ``drop`` blackholes a client's links (bytes in both
+directions are read and thrown away: requests time out, as across a real partition that loses
+packets) and ``reset`` then aborts its connections with a TCP RST (SO_LINGER 0). Replication can
+run through the proxy too (a replica is a client of its master's link), so a partition can cut a
+master off from its replica.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import asyncio
 import contextlib
 import multiprocessing
 import multiprocessing.connection
+import socket
+import struct
 from typing import Any
 
 
@@ -24,6 +30,7 @@ class _Proxy:
         self.open_client: dict[int, asyncio.Event] = {}
         self.conns: dict[str, set[tuple[int, asyncio.StreamWriter]]] = {}
         self.down: set[tuple[int, str]] = set()  # links that refuse connections (a node unreachable)
+        self.dropping: set[int] = set()  # clients whose bytes are thrown away
 
     def gate(self, client: int) -> asyncio.Event:
         if client not in self.open_client:
@@ -56,20 +63,23 @@ class _Proxy:
         pair = {(client, writer), (client, up_writer)}
         live |= pair
         try:
-            await asyncio.gather(self.pump(reader, up_writer, gate), self.pump(up_reader, writer, gate))
+            await asyncio.gather(self.pump(reader, up_writer, gate, client), self.pump(up_reader, writer, gate, client))
         finally:
             live -= pair
             for w in (writer, up_writer):
                 w.close()
 
-    @staticmethod
-    async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, gate: asyncio.Event) -> None:
+    async def pump(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, gate: asyncio.Event, client: int
+    ) -> None:
         try:
             while True:
                 data = await reader.read(65536)
                 if not data:
                     break
                 await gate.wait()  # a cut holds the bytes back until it heals
+                if client in self.dropping:
+                    continue  # a drop loses them
                 writer.write(data)
                 await writer.drain()
         except (OSError, asyncio.IncompleteReadError):
@@ -90,6 +100,20 @@ class _Proxy:
             return None
         if op == "heal":
             self.gate(cmd[1]).set()
+            return None
+        if op == "drop":
+            self.dropping.add(cmd[1])
+            return None
+        if op == "reset":
+            self.dropping.discard(cmd[1])
+            for server in self.conns.values():
+                for c, w in list(server):
+                    if c == cmd[1]:
+                        sock = w.get_extra_info("socket")
+                        if sock is not None:
+                            with contextlib.suppress(OSError):
+                                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        w.transport.abort()
             return None
         if op == "retarget":
             self.upstream[cmd[1]] = cmd[2]
@@ -154,6 +178,14 @@ class Proxy:
 
     def heal(self, client: int) -> None:
         self.call("heal", client)
+
+    def drop(self, client: int) -> None:
+        """Throw away every byte of the client's links (both directions) until ``reset``."""
+        self.call("drop", client)
+
+    def reset(self, client: int) -> None:
+        """End a drop: abort the client's connections with a TCP RST (the streams lost bytes)."""
+        self.call("reset", client)
 
     def down(self, client: int, server: str) -> None:
         """The client cannot reach the server: its connections are closed, new ones refused."""
