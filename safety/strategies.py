@@ -15,6 +15,14 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 STRATEGIES = ["module", "module-fence", "module-sync-replicas", "lua", "redis-py", "redlock-3"]
+# Known-broken variants run beside a strategy in the same cell (see suite.control_of): the plain
+# SET NX PX lock (redis-py's Lock) is correct without faults and broken by every fault here except
+# lost packets, where "redis-py-optimistic" (a timed-out or reset acquire counts as granted, a
+# classic client bug) is; "fence-unchecked" is module-fence with a resource that ignores tokens;
+# "no-lock" takes no lock at all (the checker must see its damage).
+# "counter-fence" fences with a plain counter (INCR on the lock's master after the grant, as
+# Redisson's RFencedLock does): a lossy failover rolls it back and tokens repeat.
+CONTROLS = ["redis-py", "redis-py-optimistic", "fence-unchecked", "counter-fence", "no-lock"]
 LOCK_NAME = "safety:lock"
 
 
@@ -26,16 +34,17 @@ def uses_module(strategy: str) -> bool:
     return strategy not in ("lua", "redis-py")
 
 
-def workload_of(strategy: str) -> list[str]:
-    """The workloads a strategy runs: fencing tokens only mean something to a guarded resource."""
-    return ["guarded"] if strategy == "module-fence" else ["lock-set", "mutex"]
+def workload_of(strategy: str) -> str:
+    """Fencing tokens only mean something to a guarded resource."""
+    return "guarded" if strategy == "module-fence" else "lock-set"
 
 
-def connect(port: int) -> redis.Redis:
+def connect(port: int, timeout: float = 3.0) -> redis.Redis:
     """A connection through the proxy. No automatic retries (redis-py's default backs off for
     up to seconds): the worker retries at once, like a client that has just (re)started, which
-    is the adversarial case for a lock that lost its state."""
-    return redis.Redis(port=port, socket_connect_timeout=1.0, retry=Retry(NoBackoff(), 0))
+    is the adversarial case for a lock that lost its state. A request that gets no answer
+    (dropped bytes) fails after ``timeout`` seconds: its outcome is unknown."""
+    return redis.Redis(port=port, socket_connect_timeout=1.0, socket_timeout=timeout, retry=Retry(NoBackoff(), 0))
 
 
 class Locker:
@@ -48,15 +57,20 @@ class Locker:
     the lock and starves the others, which hides every other effect of the fault.
     """
 
-    def __init__(self, strategy: str, ports: dict[str, int], lease: float, sync_timeout: float) -> None:
+    def __init__(self, strategy: str, ports: dict[str, int], lease: float, sync_timeout: float, name: str) -> None:
+        self.optimistic = strategy == "redis-py-optimistic"
+        self.counter = strategy == "counter-fence"
+        aliases = {"redis-py-optimistic": "redis-py", "counter-fence": "redis-py", "fence-unchecked": "module-fence"}
+        strategy = aliases.get(strategy, strategy)
         self.strategy = strategy
+        self.name = name
         self.lease = lease
         self.sync_timeout = sync_timeout
         self.token: int | None = None
         self.clients: list[Any] = []
         self.ops = 0
         self.held: Any = None
-        if strategy == "redis-py":
+        if strategy in ("redis-py", "no-lock"):
             self.conn = connect(ports["m0"])
         elif strategy == "redlock-3":
             self.clients = [redislock.LockClient(connect(ports[f"m{i}"]), mode="module") for i in range(3)]
@@ -67,12 +81,12 @@ class Locker:
     def _new(self) -> Any:
         self.ops += 1
         if self.strategy == "redis-py":
-            return self.conn.lock(LOCK_NAME, timeout=self.lease, sleep=0.01)
+            return self.conn.lock(self.name, timeout=self.lease, sleep=0.01)
         owner = f"{self.clients[0].id}:{self.ops}"
         if self.strategy == "redlock-3":
-            return redislock.RedLock([c.lock(LOCK_NAME, owner=owner) for c in self.clients])
+            return redislock.RedLock([c.lock(self.name, owner=owner) for c in self.clients])
         return self.clients[0].lock(
-            LOCK_NAME,
+            self.name,
             owner=owner,
             fenced=self.strategy == "module-fence",
             sync_replicas=1 if self.strategy == "module-sync-replicas" else 0,
@@ -81,9 +95,18 @@ class Locker:
 
     def acquire(self, wait: float) -> bool:
         self.token = None
+        if self.strategy == "no-lock":
+            return True
         lock = self._new()
         if self.strategy == "redis-py":
-            got = bool(lock.acquire(blocking=True, blocking_timeout=wait))
+            try:
+                got = bool(lock.acquire(blocking=True, blocking_timeout=wait))
+            except (redis.RedisError, OSError):
+                if not self.optimistic:
+                    raise
+                got = True  # the bug under test: an acquire with no answer taken for a grant
+            if got and self.counter:
+                self.token = int(self.conn.incr(f"{self.name}:counter"))
         elif self.strategy == "redlock-3":
             got = lock.acquire(timeout=wait, lease=self.lease)
         else:

@@ -1,8 +1,10 @@
-"""One cell of the safety matrix (strategy x fault x workload): servers, proxy, workers, faults, check."""
+"""One run of one cell of the safety matrix: servers, proxy, workers (the strategy and its control
+beside it), the fault schedule (faults.py), then the checker on each side's history."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import multiprocessing
 import os
 import random
@@ -15,89 +17,176 @@ from typing import Any
 
 import checker
 import worker
+from faults import FAULTS, Injectors, applies
 from proxy import Proxy
 from servers import Server
-from strategies import masters, uses_module
+from strategies import masters, uses_module, workload_of
 
-FAULTS = ["none", "client-pause", "failover-lost-writes", "partition", "restart-no-persistence"]
+REPL = 100  # proxy client id of the replication links (master i's replica is REPL + i)
+CLOCK_FAULTS = ("clock-jump", "clock-skew", "clock-behind-failover", "nemesis")
+CLOCK_BEHIND_S = 0.5  # clock-behind-failover: each new replica's clock is one lease behind its master's
+
+
+def control_of(strategy: str, fault: str) -> str:
+    """The known-broken variant that runs beside ``strategy`` in the cell and must show anomalies.
+
+    It has to be correct without the fault and broken by it, so that its anomalies prove the
+    fault bit: the plain SET NX PX lock for most faults; one that takes an unanswered acquire for
+    a grant for lost packets and refused connections; module-fence's own lock with a resource that
+    ignores tokens where fencing is what protects; no lock at all without a fault (there the
+    control only proves that the checker sees damage).
+    """
+    if fault == "none":
+        return "no-lock"
+    if fault == "clock-behind-failover":
+        return "counter-fence"
+    if fault in ("net-drop", "redlock-split"):
+        return "redis-py-optimistic"
+    if strategy == "module-fence" and fault != "restart-aof":
+        return "fence-unchecked"
+    return "redis-py"
 
 
 @dataclass
 class Config:
     strategy: str
     fault: str
-    workload: str
     seconds: float
-    clients: int = 4
+    seed: int = 1
+    clients: int = 4  # per side: the strategy's workers, and as many for its control
     lease_ms: int = 500  # fixed lease, no watchdog: every strategy the same
-    hold_ms: int = 40  # a critical section sleeps uniformly 0..hold_ms
     sync_timeout: float = 0.2  # module-sync-replicas: WAIT 1 for at most this long
     acquire_wait: float = 1.0  # one acquire call waits at most this long (then the worker checks stop)
-    fault_ms: int = 750  # pauses and partitions last 1.5 leases
+    fault_ms: int = 750  # pauses, delays, drops and splits last 1.5 leases
     gap_ms: int = 300  # quiet time after a fault heals
+    disable_injector: bool = False  # a mutation for the self-test: the schedule runs, nothing is done
+
+    @property
+    def control(self) -> str:
+        return control_of(self.strategy, self.fault)
 
 
-class Cell:
+class Cell(Injectors):
     def __init__(self, cfg: Config, module: str) -> None:
+        if not applies(cfg.strategy, cfg.fault):
+            raise ValueError(f"{cfg.fault} does not apply to {cfg.strategy}")
         self.cfg = cfg
-        self.module = module if uses_module(cfg.strategy) else None
+        needs_module = uses_module(cfg.strategy)
+        self.module = module if needs_module else None
         self.masters: list[Server] = []
         self.replicas: dict[int, Server] = {}
+        self.control_master: Server | None = None  # restart-aof: the control's own server, no AOF
         self.store: Server | None = None
         self.spare: Server | None = None
         self.proxy: Proxy | None = None
         self.workers: list[Any] = []
         self.logs: list[Path] = []
         self.faults = 0
-        self.rng = random.Random()
+        self.clock_offset = 0.0  # where m0's clock is (seconds from real time), under a clock fault
+        self.effects: dict[str, int] = {}
+        self.rng = random.Random(cfg.seed)
         ctx = multiprocessing.get_context("fork")
         self.ctx = ctx
-        self.phase: Any = ctx.Array("i", cfg.clients, lock=False)
-        self.grants: Any = ctx.Array("l", cfg.clients, lock=False)
-        self.stop: Any = ctx.Value("i", 0, lock=False)
+        n = 2 * cfg.clients
+        self.shared = {
+            "phase": ctx.Array("i", n, lock=False),
+            "grants": ctx.Array("l", n, lock=False),
+            "until": ctx.Array("d", n, lock=False),
+            "stop": ctx.Value("i", 0, lock=False),
+        }
         self.tmp = Path(tempfile.mkdtemp(prefix="safety-cell-"))
 
+    # --- roles: workers 0..clients-1 run the strategy, the next ones its control ---------------
+
+    def role_of(self, w: int) -> str:
+        return "main" if w < self.cfg.clients else "control"
+
+    def members(self, role: str) -> range:
+        c = self.cfg.clients
+        return range(0, c) if role == "main" else range(c, 2 * c)
+
+    def effect(self, name: str, n: int = 1) -> None:
+        self.effects[name] = self.effects.get(name, 0) + n
+
     # --- setup and teardown -------------------------------------------------------------------
+
+    def needs_replica(self) -> bool:
+        failovers = ("failover-lost-writes", "clock-behind-failover", "nemesis")
+        return self.cfg.strategy == "module-sync-replicas" or self.cfg.fault in failovers
+
+    def replica(self, i: int) -> Server:
+        """A replica of master i that replicates through the proxy (so a partition can cut it)."""
+        assert self.proxy is not None
+        port = self.proxy.link(REPL + i, f"m{i}")
+        behind = CLOCK_BEHIND_S if self.cfg.fault == "clock-behind-failover" else 0.0
+        return self.lock_server(name=f"r{i}", replica_of=port, offset=self.clock_offset - behind)
+
+    def clocked(self, i: int) -> bool:
+        return i == 0 and self.cfg.fault in CLOCK_FAULTS
+
+    def lock_server(self, name: str, replica_of: int | None = None, offset: float | None = None) -> Server:
+        """A server for m0's role (master, replica, spare): under a clock fault it runs under the
+        clock shim, set to the cell's current lock clock (``offset``: another setting)."""
+        server = Server(self.module, replica_of=replica_of, name=name, clock=self.clocked(0))
+        if self.clocked(0):
+            server.clock_jump(self.clock_offset if offset is None else offset)
+        return server
 
     def start(self) -> None:
         cfg = self.cfg
         self.proxy = Proxy()
+        aof = cfg.fault == "restart-aof"
         for i in range(masters(cfg.strategy)):
-            server = Server(self.module, name=f"m{i}")
+            server = Server(self.module, name=f"m{i}", aof=aof, clock=self.clocked(i))
             self.masters.append(server)
             self.proxy.upstream(f"m{i}", server.port)
-            if cfg.strategy == "module-sync-replicas" or (cfg.fault == "failover-lost-writes" and i == 0):
-                self.replicas[i] = Server(self.module, replica_of=server.port, name=f"r{i}")
-        if cfg.fault == "restart-no-persistence":
-            self.spare = Server(self.module, name="spare")
+            if i == 0 and self.needs_replica():
+                self.replicas[i] = self.replica(i)
+        if aof:
+            self.control_master = Server(None, name="c0")
+            self.proxy.upstream("c0", self.control_master.port)
+        if cfg.fault in ("restart-no-persistence", "nemesis"):
+            self.spare = self.lock_server("spare")
         self.store = Server(None, name="store")
         self.proxy.upstream("store", self.store.port)
-        config = {
-            "strategy": cfg.strategy,
-            "workload": cfg.workload,
-            "lease_ms": cfg.lease_ms,
-            "hold_ms": cfg.hold_ms,
-            "sync_timeout": cfg.sync_timeout,
-            "acquire_wait": cfg.acquire_wait,
-        }
-        for w in range(cfg.clients):
+        for w in range(2 * cfg.clients):
+            role = self.role_of(w)
+            strategy = cfg.strategy if role == "main" else cfg.control
             ports = {f"m{i}": self.proxy.link(w, f"m{i}") for i in range(len(self.masters))}
+            if role == "control" and self.control_master is not None:
+                ports["m0"] = self.proxy.link(w, "c0")
             ports["store"] = self.proxy.link(w, "store")
+            config = {
+                "strategy": strategy,
+                "role": role,
+                "guarded": workload_of(cfg.strategy) == "guarded" if role == "main" else strategy == "counter-fence",
+                "lock_name": "safety:lock" if role == "main" else "safety:control",
+                "lease_ms": cfg.lease_ms,
+                "sync_timeout": cfg.sync_timeout,
+                "acquire_wait": cfg.acquire_wait,
+                "seed": cfg.seed,
+            }
             log = self.tmp / f"worker{w}.jsonl"
             self.logs.append(log)
-            p = self.ctx.Process(
-                target=worker.run, args=(w, config, ports, str(log), self.phase, self.grants, self.stop), daemon=True
-            )
+            p = self.ctx.Process(target=worker.run, args=(w, config, ports, str(log), self.shared), daemon=True)
             self.workers.append(p)
         for p in self.workers:
             p.start()
 
+    def heal_all(self) -> None:
+        if self.proxy is None:
+            return
+        for w in range(len(self.workers)):
+            with contextlib.suppress(Exception):
+                self.proxy.heal(w)
+                self.proxy.reset(w)
+                for i in range(len(self.masters)):
+                    self.proxy.up(w, f"m{i}")
+
     def close(self) -> None:
-        self.stop.value = 1
-        for w, p in enumerate(self.workers):
-            if self.proxy is not None:
-                with contextlib.suppress(Exception):
-                    self.proxy.heal(w)
+        self.shared["stop"].value = 1
+        self.heal_all()
+        for p in self.workers:
             if p.pid is not None and p.is_alive():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(p.pid, signal.SIGCONT)
@@ -107,180 +196,74 @@ class Cell:
             if p.is_alive():
                 p.kill()
                 p.join(5)
-        extra = [s for s in (self.store, self.spare) if s is not None]
+        extra = [s for s in (self.store, self.spare, self.control_master) if s is not None]
         for server in [*self.masters, *self.replicas.values(), *extra]:
             server.kill()
         if self.proxy is not None:
             self.proxy.close()
 
-    # --- faults ---------------------------------------------------------------------------------
-
-    def holder(self, at_least: int, timeout: float = 1.0) -> int | None:
-        """A worker that holds the lock (and, for READ, has read the resource), polled every 0.5 ms."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not self.stop.value:
-            found = [i for i in range(self.cfg.clients) if self.phase[i] >= at_least]
-            if found:
-                return self.rng.choice(found)
-            time.sleep(0.0005)
-        return None
-
-    def victim_phase(self) -> int:
-        return worker.HOLDING if self.cfg.workload == "mutex" else worker.READ
-
-    def pause_client(self) -> None:
-        i = self.holder(self.victim_phase())
-        if i is None:
-            return
-        pid = self.workers[i].pid
-        os.kill(pid, signal.SIGSTOP)
-        time.sleep(self.cfg.fault_ms / 1000)
-        os.kill(pid, signal.SIGCONT)
-        self.faults += 1
-
-    def partition_client(self) -> None:
-        assert self.proxy is not None
-        i = self.holder(self.victim_phase())
-        if i is None:
-            return
-        self.proxy.cut(i)
-        time.sleep(self.cfg.fault_ms / 1000)
-        self.proxy.heal(i)
-        self.faults += 1
-
-    def failover(self) -> None:
-        """The replica misses the master's last writes, then the master dies and the replica is promoted."""
-        assert self.proxy is not None
-        master, replica = self.masters[0], self.replicas[0]
-        replica.signal(signal.SIGSTOP)
-        master.call("CLIENT", "KILL", "TYPE", "replica")
-        # Wait for a grant the replica cannot have seen (with sync_replicas there may be none).
-        before = sum(self.grants)
-        deadline = time.monotonic() + 0.5
-        while time.monotonic() < deadline and not (
-            sum(self.grants) > before and any(self.phase[i] >= worker.HOLDING for i in range(self.cfg.clients))
-        ):
-            time.sleep(0.0005)
-        master.proc.kill()
-        replica.signal(signal.SIGCONT)
-        replica.call("REPLICAOF", "NO", "ONE")
-        self.proxy.retarget("m0", replica.port)
-        master.kill()
-        self.masters[0] = replica
-        self.replicas[0] = Server(self.module, replica_of=replica.port, name="r0")
-        self.faults += 1
-
-    def restart(self) -> None:
-        """A master restarted empty (no persistence) while a client holds the lock on it.
-
-        RedLock over three masters: Kleppmann's case. A holder with every master survives one
-        empty restart, so first one master is made unreachable for one client (connections
-        refused), that client takes the lock on the other two (a bare majority), and one of those
-        two is restarted empty while it holds the lock.
-        """
-        assert self.proxy is not None
-        unreachable: tuple[int, str] | None = None
-        if len(self.masters) == 1:
-            if self.holder(worker.HOLDING) is None:
-                return
-            target = 0
-        else:
-            victim = self.rng.randrange(self.cfg.clients)
-            cut = self.rng.randrange(len(self.masters))
-            unreachable = (victim, f"m{cut}")
-            self.proxy.down(*unreachable)
-            granted = self.grants[victim]
-            deadline = time.monotonic() + 2.0
-            while time.monotonic() < deadline and not (
-                self.grants[victim] > granted and self.phase[victim] >= worker.HOLDING
-            ):
-                time.sleep(0.0005)
-            if self.grants[victim] == granted:
-                self.proxy.up(*unreachable)
-                return
-            target = self.rng.choice([j for j in range(len(self.masters)) if j != cut])
-        # The restarted process is started beforehand (an empty server on another port): the
-        # restart then takes as long as a supervisor's fast restart, not our process start-up.
-        old = self.masters[target]
-        fresh = self.spare
-        assert fresh is not None
-        old.proc.kill()
-        self.proxy.retarget(f"m{target}", fresh.port)
-        self.spare = Server(self.module, name="spare")
-        old.kill()
-        self.masters[target] = fresh
-        if target in self.replicas:
-            self.replicas[target].call("REPLICAOF", "127.0.0.1", fresh.port)
-        if unreachable is not None:
-            time.sleep(0.1)
-            self.proxy.up(*unreachable)
-        self.faults += 1
-
-    def inject(self, until: float) -> None:
-        fault = self.cfg.fault
-        action = {
-            "client-pause": self.pause_client,
-            "partition": self.partition_client,
-            "failover-lost-writes": self.failover,
-            "restart-no-persistence": self.restart,
-        }.get(fault)
-        if fault not in FAULTS:
-            raise ValueError(f"unknown fault {fault}")
-        time.sleep(min(0.3, max(0.0, until - time.monotonic())))  # let the workers get going
-        while time.monotonic() < until:
-            if action is None:
-                time.sleep(min(0.1, max(0.0, until - time.monotonic())))
-                continue
-            action()
-            time.sleep(min(self.cfg.gap_ms / 1000, max(0.0, until - time.monotonic())))
-
     # --- one run ---------------------------------------------------------------------------------
+
+    def read_store(self, role: str) -> tuple[list[str], list[str]]:
+        assert self.store is not None
+        register, _, history = worker.store_keys(role)
+        entries = [bytes(x).decode() for x in self.store.call("LRANGE", history, 0, -1)]
+        final = bytes(self.store.call("GET", register) or b"").decode()
+        return entries, [x for x in final.split(",") if x]
 
     def run(self) -> dict[str, Any]:
         cfg = self.cfg
         try:
             self.start()
             began = time.monotonic()
-            self.inject(began + cfg.seconds)
-            self.stop.value = 1
-            for i in range(cfg.clients):
-                if self.proxy is not None:
-                    self.proxy.heal(i)
+            self.inject(began + cfg.seconds)  # every fault has healed when it returns
+            self.shared["stop"].value = 1
             ended = time.monotonic()
             for p in self.workers:
                 p.join(cfg.acquire_wait + 10)
-            assert self.store is not None
-            history = [bytes(x).decode() for x in self.store.call("LRANGE", "safety:history", 0, -1)]
-            final = bytes(self.store.call("GET", "safety:set") or b"").decode()
+            stores = {role: self.read_store(role) for role in ("main", "control")}
         finally:
             self.close()
         events = checker.load_events(self.logs)
-        c = checker.check(events, history, final, ended)
+        unknown = sum(1 for e in events if e.get("type") == "info")
+        if cfg.fault in ("net-drop", "nemesis") and unknown:
+            self.effect("unknown_outcomes", unknown)
+        sides: dict[str, dict[str, Any]] = {}
+        for role in ("main", "control"):
+            mine = [e for e in events if self.role_of(e["w"]) == role]
+            history, final = stores[role]
+            fenced = role == "main" and workload_of(cfg.strategy) == "guarded"
+            sides[role] = checker.as_row(checker.check(mine, history, final, ended), ended - began, fenced)
+        sides["control"]["variant"] = cfg.control
         for log in self.logs:
             log.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             self.tmp.rmdir()
-        elapsed = ended - began
-        mutex = cfg.workload == "mutex"
+        fired = cfg.fault == "none" or self.faults > 0
+        clean = sides["control"]["anomalies"] == 0
+        why = None
+        if not fired:
+            why = "the fault never fired"
+        elif clean:
+            why = f"control {cfg.control} stayed clean"
         return {
-            "strategy": cfg.strategy,
-            "fault": cfg.fault,
-            "workload": cfg.workload,
+            "seed": cfg.seed,
             "seconds": int(cfg.seconds) if float(cfg.seconds).is_integer() else cfg.seconds,
-            "ops": c.grants if mutex else c.ops,
-            "acknowledged": c.grants if mutex else c.acknowledged,
-            "lost_updates": c.lost_updates,
-            "overlapping_holders": c.overlapping_holders,
-            "stale_writes_accepted": c.stale_writes_accepted,
-            "stale_writes_rejected": c.stale_writes_rejected,
-            "grants_per_s": round(c.grants / elapsed, 1) if elapsed > 0 else 0.0,
-            "wait_p99_ms": round(checker.percentile(c.waits, 0.99) * 1000, 2),
-            # not part of the results schema: the runner keeps them for the markdown notes
-            "_faults": self.faults,
-            "_current_writes_rejected": c.current_writes_rejected,
-            "_unknown_elements": c.unknown_elements,
+            "faults_fired": self.faults,
+            "effects": dict(sorted(self.effects.items())),
+            "main": sides["main"],
+            "control": sides["control"],
+            "conclusive": why is None,
+            "why_inconclusive": why,
         }
 
 
 def run_cell(cfg: Config, module: str) -> dict[str, Any]:
     return Cell(cfg, module).run()
+
+
+def describe(row: dict[str, Any]) -> str:
+    return json.dumps({k: row[k] for k in ("faults_fired", "effects", "conclusive", "why_inconclusive")})
+
+
+__all__ = ["FAULTS", "Cell", "Config", "control_of", "describe", "run_cell"]
