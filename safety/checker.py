@@ -310,17 +310,29 @@ def check(events: list[dict[str, Any]], history: list[str], final: list[str], en
     return c
 
 
-def as_row(c: Check, elapsed: float, fenced: bool = False) -> dict[str, Any]:
-    """The ``main`` (or ``control``) dict of a run in results.json.
+def as_row(c: Check, elapsed: float, promise: str = "all") -> dict[str, Any]:
+    """The ``main`` (or ``control``) dict of a run in results.json; ``anomalies`` counts what
+    breaks the promise of the side's strategy:
 
-    ``fenced``: the resource checks tokens, so two holders within their leases are reported
-    (mutex_violations) but are not an anomaly by themselves: fencing promises that the second
-    holder is harmless, not that there is none; its failures show as damage or token order.
+    - ``lock`` (an unfenced lock: mutual exclusion within leases): mutex violations, token order,
+      and what a linearizable resource can never show (duplicated, reordered, stale reads). Lost
+      updates and stale writes accepted are reported beside: an unfenced lock loses them whenever
+      a holder outlives its lease, which is not a broken promise.
+    - ``resource`` (a fenced resource: no damage, whoever holds the lock): everything but the
+      mutex violations, which fencing makes harmless rather than impossible.
+    - ``all``: every count (the controls, correct without faults).
     """
     row: dict[str, Any] = {f.name: getattr(c, f.name) for f in fields(c) if f.name != "waits"}
     row["grants_per_s"] = round(c.grants / elapsed, 1) if elapsed > 0 else 0.0
     row["wait_p99_ms"] = round(percentile(c.waits, 0.99) * 1000, 2)
-    row["anomalies"] = c.anomalies - (c.mutex_violations if fenced else 0)
+    if promise == "lock":
+        row["anomalies"] = c.anomalies - c.lost_updates - c.stale_writes_accepted
+    elif promise == "resource":
+        row["anomalies"] = c.anomalies - c.mutex_violations
+    elif promise == "all":
+        row["anomalies"] = c.anomalies
+    else:
+        raise ValueError(f"unknown promise {promise}")
     return row
 
 

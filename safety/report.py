@@ -47,10 +47,13 @@ could have failed. **unsafe**: every run conclusive and at least one run with an
 **inconclusive**: at least one run where the fault never fired or the control stayed clean; its
 counts are prefixed `{NC}` (not conclusive) and prove nothing, the "why" says which runs and why.
 
-Anomalies = lost updates + duplicated + reordered + stale reads + mutex violations + token order
-violations + duplicate tokens + stale writes accepted (for `module-fence`, whose resource checks
-tokens, mutex violations are shown but not counted: fencing makes a second holder harmless, it
-does not promise there is none). Counts are `median (min{DASH}max)` over the
+Anomalies count what breaks the strategy's own promise. An unfenced lock (`module`,
+`module-sync-replicas`, `lua`, `redis-py`, `redlock-3`) promises mutual exclusion within the
+lease: mutex violations + token order violations + duplicate tokens + duplicated + reordered +
+stale reads; its lost updates and stale writes accepted are shown beside, the cost of a holder
+that outlived its lease. `module-fence` promises an intact resource: lost updates + stale writes
+accepted + the token and register counts (its mutex violations are shown, not counted: fencing
+makes a second holder harmless). A control counts everything. Counts are `median (min{DASH}max)` over the
 runs when the runs differ, one number when they all agree. Mutex violations are overlaps of two
 holders while both leases surely held. **Expired overlaps** (a holder kept working after its
 lease ran out while another held the lock) are expected for every unfenced lock under pauses and
@@ -156,7 +159,8 @@ def readme_summary(data: Json) -> str:
     lines = [
         f"Measured {date} on {server_name(data)} ({data.get('machine', '?')}), "
         f"{data.get('runs_per_cell', '?')} runs of {data.get('seconds', '?')} s per cell; "
-        "a cell is 0 when safe, the median number of anomalies when unsafe:",
+        "a cell is the median number of anomalies against the strategy's promise (0: safe) and, "
+        "in brackets, the median number of lost updates where there were some:",
         "",
         "| strategy | " + " | ".join(SHORT.get(f, f) for f in cols) + " |",
         "|---|" + "---:|" * len(cols),

@@ -94,13 +94,15 @@ class Square:
     verdict: str | None = None
     anomalies: float | None = None  # median main anomalies over runs, worst workload
     reason: str = ""
+    lost: float | None = None  # median lost updates (shown beside: an unfenced lock's cost)
 
     @property
     def text(self) -> str:
+        beside = f" ({num(self.lost)})" if self.lost else ""
         if self.verdict == "safe":
-            return "0"
+            return "0" + beside
         if self.verdict == "unsafe":
-            return num(self.anomalies) if self.anomalies is not None else "?"
+            return (num(self.anomalies) if self.anomalies is not None else "?") + beside
         if self.verdict == "inconclusive":
             return "n/c"
         return NA
@@ -119,7 +121,8 @@ def grid(data: Json) -> tuple[list[str], list[str], dict[tuple[str, str], Square
         label = f"{cell.get('workload', '?')}: {verdict}: {cell.get('reason', '')}"
         sq = squares.get(key)
         if sq is None:
-            squares[key] = Square(verdict, anomalies if verdict == "unsafe" else None, label)
+            lost = median(values(cell, "lost_updates")) if verdict != "inconclusive" else None
+            squares[key] = Square(verdict, anomalies if verdict == "unsafe" else None, label, lost)
             continue
         sq.reason += "; " + label
         if rank[verdict] > rank[sq.verdict or "safe"]:

@@ -232,8 +232,8 @@ class Cell(Injectors):
         for role in ("main", "control"):
             mine = [e for e in events if self.role_of(e["w"]) == role]
             history, final = stores[role]
-            fenced = role == "main" and workload_of(cfg.strategy) == "guarded"
-            sides[role] = checker.as_row(checker.check(mine, history, final, ended), ended - began, fenced)
+            promise = "all" if role == "control" else "resource" if cfg.strategy == "module-fence" else "lock"
+            sides[role] = checker.as_row(checker.check(mine, history, final, ended), ended - began, promise)
         sides["control"]["variant"] = cfg.control
         for log in self.logs:
             log.unlink(missing_ok=True)

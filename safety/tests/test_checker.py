@@ -309,8 +309,10 @@ def test_as_row_and_anomalies() -> None:
     assert (row["grants_per_s"], row["wait_p99_ms"]) == (6.7, 800.0)
     assert as_row(Check(), 0)["grants_per_s"] == 0.0
     # a fenced resource: the overlap is reported, but only its damage is an anomaly
-    fenced = as_row(c, elapsed=0.3, fenced=True)
+    fenced = as_row(c, elapsed=0.3, promise="resource")
     assert (fenced["mutex_violations"], fenced["anomalies"]) == (1, 2)
+    lock = as_row(c, elapsed=0.3, promise="lock")  # the lost update is beside, not an anomaly
+    assert (lock["lost_updates"], lock["anomalies"]) == (1, 2)
 
 
 def test_percentile() -> None:
