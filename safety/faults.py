@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 import worker
+from matrix import FAULTS
 
 if TYPE_CHECKING:
     import random
@@ -20,20 +21,6 @@ if TYPE_CHECKING:
     from servers import Server
     from suite import Config
 
-FAULTS = [
-    "none",
-    "client-pause",
-    "net-delay",
-    "net-drop",
-    "failover-lost-writes",
-    "restart-no-persistence",
-    "restart-aof",
-    "redlock-split",
-    "clock-jump",
-    "clock-skew",
-    "clock-behind-failover",
-    "nemesis",
-]
 NEMESIS = ["client-pause", "net-delay", "net-drop", "failover-lost-writes", "restart-no-persistence", "clock-jump"]
 
 

@@ -16,7 +16,8 @@ import json
 import sys
 from pathlib import Path
 
-from report_chart import DASH, FAULTS, NA, SHORT, Json, cell_order, grid, median, num, server_name, svg, values
+from matrix import FAULTS
+from report_chart import DASH, NA, SHORT, Json, cell_order, grid, median, num, server_name, svg, values
 
 BEGIN, END = "<!-- safety-results:begin -->", "<!-- safety-results:end -->"
 NC = "n/c"

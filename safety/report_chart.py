@@ -12,23 +12,10 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from matrix import FAULTS, STRATEGIES
+
 Json = dict[str, Any]
 
-STRATEGIES = ["module", "module-fence", "module-sync-replicas", "lua", "redis-py", "redlock-3"]
-FAULTS = [
-    "none",
-    "client-pause",
-    "net-delay",
-    "net-drop",
-    "failover-lost-writes",
-    "restart-no-persistence",
-    "restart-aof",
-    "redlock-split",
-    "clock-jump",
-    "clock-skew",
-    "clock-behind-failover",
-    "nemesis",
-]
 # Column headers for the compact README table.
 SHORT = {
     "none": "none",

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import report
-from faults import FAULTS, applies
+from faults import applies
+from matrix import FAULTS, STRATEGIES
 from servers import server_version
-from strategies import STRATEGIES, workload_of
+from strategies import workload_of
 from suite import Config, control_of, run_cell
 
 LOCK_VIOLATIONS = ("mutex_violations", "token_order_violations", "duplicate_tokens", "stale_reads")

@@ -14,7 +14,6 @@ import redislock
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-STRATEGIES = ["module", "module-fence", "module-sync-replicas", "lua", "redis-py", "redlock-3"]
 # Known-broken variants run beside a strategy in the same cell (see suite.control_of): the plain
 # SET NX PX lock (redis-py's Lock) is correct without faults and broken by every fault here except
 # lost packets, where "redis-py-optimistic" (a timed-out or reset acquire counts as granted, a

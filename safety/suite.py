@@ -4,7 +4,6 @@ beside it), the fault schedule (faults.py), then the checker on each side's hist
 from __future__ import annotations
 
 import contextlib
-import json
 import multiprocessing
 import os
 import random
@@ -17,7 +16,8 @@ from typing import Any
 
 import checker
 import worker
-from faults import FAULTS, Injectors, applies
+from faults import Injectors, applies
+from matrix import FAULTS
 from proxy import Proxy
 from servers import Server
 from strategies import masters, uses_module, workload_of
@@ -262,8 +262,4 @@ def run_cell(cfg: Config, module: str) -> dict[str, Any]:
     return Cell(cfg, module).run()
 
 
-def describe(row: dict[str, Any]) -> str:
-    return json.dumps({k: row[k] for k in ("faults_fired", "effects", "conclusive", "why_inconclusive")})
-
-
-__all__ = ["FAULTS", "Cell", "Config", "control_of", "describe", "run_cell"]
+__all__ = ["FAULTS", "Cell", "Config", "control_of", "run_cell"]
