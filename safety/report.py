@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from matrix import FAULTS
-from report_chart import DASH, NA, SHORT, Json, cell_order, grid, median, num, server_name, svg, values
+from report_chart import DASH, NA, SHORT, Json, Square, cell_order, grid, median, num, server_name, svg, values
 
 BEGIN, END = "<!-- safety-results:begin -->", "<!-- safety-results:end -->"
 NC = "n/c"
@@ -160,20 +160,29 @@ def readme_summary(data: Json) -> str:
     lines = [
         f"Measured {date} on {server_name(data)} ({data.get('machine', '?')}), "
         f"{data.get('runs_per_cell', '?')} runs of {data.get('seconds', '?')} s per cell; "
-        "a cell is the median number of anomalies against the strategy's promise (0: safe) and, "
-        "in brackets, the median number of lost updates where there were some:",
+        "a cell is 0 when the strategy kept its promise in every run (safe), else the most anomalies "
+        "against its promise in one run, in bold (unsafe); in brackets the median number of lost "
+        "updates where there were some:",
         "",
         "| strategy | " + " | ".join(SHORT.get(f, f) for f in cols) + " |",
         "|---|" + "---:|" * len(cols),
     ]
     for s in rows:
-        lines.append(f"| `{s}` | " + " | ".join(squares[(s, f)].text if (s, f) in squares else NA for f in cols) + " |")
+        texts = [readme_text(squares[(s, f)]) if (s, f) in squares else NA for f in cols]
+        lines.append(f"| `{s}` | " + " | ".join(texts) + " |")
     lines += [
         "",
         f"{NC}: inconclusive (the fault did not fire or its control stayed clean); "
         "every number with its fault count and control: [docs/safety.md](docs/safety.md)",
     ]
     return "\n".join(lines) + "\n"
+
+
+def readme_text(sq: Square) -> str:
+    """The square's text, its anomaly count in bold when unsafe."""
+    if sq.verdict == "unsafe" and sq.anomalies is not None:
+        return f"**{num(sq.anomalies)}**" + (f" ({num(sq.lost)})" if sq.lost else "")
+    return sq.text
 
 
 def replace_between(text: str, block: str) -> str | None:
