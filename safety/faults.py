@@ -155,7 +155,7 @@ class Injectors:
         assert self.proxy is not None
         master, replica = self.masters[0], self.replicas[0]
         mid = self.holder("main", ahead=0.3)  # its grant reached the replica before the cut
-        self.proxy.drop(worker_link(0))
+        self.proxy.drop(replication_link(0))
         before = self.granted()
         control = {w: self.shared["grants"][w] for w in self.members("control")}
         # m0 dies while a control holder granted after the cut is mid-section (up to 0.6 s)
@@ -174,7 +174,7 @@ class Injectors:
         master.proc.kill()
         replica.call("REPLICAOF", "NO", "ONE")
         self.proxy.retarget("m0", replica.port)
-        self.proxy.reset(worker_link(0))
+        self.proxy.reset(replication_link(0))
         master.kill()
         self.masters[0] = replica
         if replica.clock_file is not None:
@@ -310,8 +310,8 @@ class Injectors:
             time.sleep(min(self.cfg.gap_ms / 1000, max(0.0, until - time.monotonic())))
 
 
-def worker_link(i: int) -> int:
-    """The proxy client id of master i's replication link (see suite.REPL)."""
+def replication_link(i: int) -> int:
+    """The proxy client id of master i's replication link (workers are 0..7)."""
     return 100 + i
 
 

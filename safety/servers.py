@@ -6,7 +6,6 @@ import hashlib
 import mmap
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -88,7 +87,6 @@ class Server:
             args += ["--replicaof", "127.0.0.1", str(self.replica_of)]
         quiet = subprocess.DEVNULL
         self.proc = subprocess.Popen(args, stdin=quiet, stdout=quiet, stderr=quiet, env=self.env)
-        self.stopped = False
         replica_of = self.replica_of
         name = self.name
         deadline = time.monotonic() + 20
@@ -108,8 +106,6 @@ class Server:
     def restart(self) -> None:
         """kill -9, then start again on the same port and directory (AOF: from the log)."""
         self.proc.kill()
-        if self.stopped:
-            os.kill(self.proc.pid, signal.SIGCONT)
         self.proc.wait(10)
         self.conn.close()
         self.launch()
@@ -149,17 +145,10 @@ class Server:
         info = self.conn.info("replication")
         return bool(info.get("master_link_status") == "up")
 
-    def signal(self, sig: int) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, sig)
-            self.stopped = sig == signal.SIGSTOP
-
     def kill(self) -> None:
-        """SIGKILL (after SIGCONT, so a stopped server dies too) and remove its directory."""
+        """SIGKILL and remove its directory."""
         if self.proc.poll() is None:
             self.proc.kill()
-            if self.stopped:
-                os.kill(self.proc.pid, signal.SIGCONT)
             self.proc.wait(10)
         self.conn.close()
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -16,13 +16,12 @@ from typing import Any
 
 import checker
 import worker
-from faults import Injectors, applies
+from faults import Injectors, applies, replication_link
 from matrix import FAULTS
 from proxy import Proxy
 from servers import Server
 from strategies import masters, uses_module, workload_of
 
-REPL = 100  # proxy client id of the replication links (master i's replica is REPL + i)
 CLOCK_FAULTS = ("clock-jump", "clock-skew", "clock-behind-failover", "nemesis")
 CLOCK_BEHIND_S = 0.5  # clock-behind-failover: each new replica's clock is one lease behind its master's
 
@@ -117,7 +116,7 @@ class Cell(Injectors):
     def replica(self, i: int) -> Server:
         """A replica of master i that replicates through the proxy (so a partition can cut it)."""
         assert self.proxy is not None
-        port = self.proxy.link(REPL + i, f"m{i}")
+        port = self.proxy.link(replication_link(i), f"m{i}")
         behind = CLOCK_BEHIND_S if self.cfg.fault == "clock-behind-failover" else 0.0
         return self.lock_server(name=f"r{i}", replica_of=port, offset=self.clock_offset - behind)
 
