@@ -154,26 +154,39 @@ def results_md(data: Json) -> str:
 
 
 def readme_summary(data: Json) -> str:
-    """Compact grid for the README: 0 safe, median anomalies if unsafe, n/c, a dash if not applicable."""
+    """The README's table: one row per fault, one column per strategy; each number with how often
+    the fault fired and what the control beside it showed."""
     rows, cols, squares = grid(data)
+    cells = {(str(c.get("strategy")), str(c.get("fault"))): c for c in data.get("cells") or []}
     date = str(data.get("date", "?"))[:10]
     lines = [
         f"Measured {date} on {server_name(data)} ({data.get('machine', '?')}), "
-        f"{data.get('runs_per_cell', '?')} runs of {data.get('seconds', '?')} s per cell; "
-        "a cell is 0 when the strategy kept its promise in every run (safe), else the most anomalies "
-        "against its promise in one run, in bold (unsafe); in brackets the median number of lost "
-        "updates where there were some:",
+        f"{data.get('runs_per_cell', '?')} runs of {data.get('seconds', '?')} s per cell. A cell reads "
+        "`anomalies (lost updates) · fired · control`: 0 when the strategy kept its promise in every "
+        "run (safe), else the most anomalies against its promise in one run, in bold (unsafe); in "
+        "brackets the median lost updates where there were some; how many times the fault fired "
+        "over the runs; the anomalies of the known-broken control that ran beside it.",
         "",
-        "| strategy | " + " | ".join(SHORT.get(f, f) for f in cols) + " |",
-        "|---|" + "---:|" * len(cols),
+        "| fault | " + " | ".join(f"`{s}`" for s in rows) + " |",
+        "|---|" + "---:|" * len(rows),
     ]
-    for s in rows:
-        texts = [readme_text(squares[(s, f)]) if (s, f) in squares else NA for f in cols]
-        lines.append(f"| `{s}` | " + " | ".join(texts) + " |")
+    for f in cols:
+        texts = []
+        for s in rows:
+            cell = cells.get((s, f))
+            if cell is None or (s, f) not in squares:
+                texts.append(NA)
+                continue
+            runs = cell.get("runs") or []
+            fired = sum(int(r.get("faults_fired", 0)) for r in runs)
+            control = sum(int((r.get("control") or {}).get("anomalies", 0)) for r in runs)
+            fired_text = DASH if f == "none" else f"{fired}\N{MULTIPLICATION SIGN}"
+            texts.append(f"{readme_text(squares[(s, f)])} · {fired_text} · {control}")
+        lines.append(f"| {SHORT.get(f, f)} | " + " | ".join(texts) + " |")
     lines += [
         "",
-        f"{NC}: inconclusive (the fault did not fire or its control stayed clean); "
-        "every number with its fault count and control: [docs/safety.md](docs/safety.md)",
+        f"{NC}: inconclusive (the fault did not fire or its control stayed clean). Effects of every "
+        "fault, every count and the reason of every verdict: [docs/safety.md](docs/safety.md)",
     ]
     return "\n".join(lines) + "\n"
 

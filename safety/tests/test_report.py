@@ -101,11 +101,15 @@ def test_readme_table() -> None:
     summary = readme_summary(RESULTS)
     lines = summary.splitlines()
     assert lines[0].startswith("Measured 2026-11-27 on Redis 7.0.15 (2 cores, 24 GiB), 2 runs of 6 s")
-    assert lines[-1].startswith("n/c: inconclusive (the fault did not fire or its control stayed clean)")
-    rows = {line.split(" | ")[0].strip("| `"): line.strip("|").split(" | ")[1:] for line in lines if "| `" in line}
-    assert list(rows) == ["module", "module-fence", "module-sync-replicas", "lua", "redis-py", "redlock-3"]
-    assert rows["module"][:4] == [DASH, "**16** (14)", DASH, DASH]
-    assert rows["module-fence"][1] == "0" and rows["lua"][3].strip() == "n/c"
+    assert lines[-1].startswith("n/c: inconclusive (the fault did not fire or its control stayed clean).")
+    header = next(line for line in lines if line.startswith("| fault |"))
+    assert header.count("`") == 12 and header.index("`module`") < header.index("`redlock-3`")
+    rows = {
+        line.split(" | ")[0].strip("| "): line.strip("|").split(" | ")[1:] for line in lines if line.startswith("| ")
+    }
+    assert rows["pause"][0] == "**16** (14) · 20\N{MULTIPLICATION SIGN} · 110", rows["pause"]
+    assert rows["pause"][1].startswith("0 · ") and rows["drop"][3].startswith("n/c · ")
+    assert [x.strip() for x in rows["none"]] == [DASH] * 6 and rows["pause"][2] == DASH
     assert "n/c" in summary and DASH in summary
 
 
@@ -121,7 +125,7 @@ def test_update_docs_replaces_only_between_markers(tmp_path: Path, capsys: pytes
     assert (out / "results.md").is_file() and (out / "safety.svg").is_file()
     text = readme.read_text(encoding="utf-8")
     assert text.startswith(f"# Title\nbefore\n{BEGIN}\n") and text.endswith(f"\n{END}\nafter\n")
-    assert "old table" not in text and "| `module` |" in text and "n/c" in text
+    assert "old table" not in text and "| pause |" in text and "n/c" in text
     text = docs.read_text(encoding="utf-8")
     assert text.startswith(f"intro\n{BEGIN}\n") and text.endswith(f"{END}\n") and "OLD-DOCS-ROWS" not in text
     assert "| strategy | fault | workload | verdict |" in text and "Expired overlaps" in text
