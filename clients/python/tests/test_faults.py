@@ -52,6 +52,18 @@ def matches(raw: redis.Redis, lock: redislock.Lock, owner: str | None = None) ->
     return server_count(raw, lock.name, owner) == believed(lock, owner)
 
 
+@pytest.fixture(autouse=True)
+def sigint_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt during each test, even when the runner inherited SIGINT
+    ignored (a background job without job control, ``nohup``): Python keeps an ignored SIGINT
+    ignored, and every interrupt below would then be lost."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def interrupt_after(seconds: float) -> threading.Timer:
     """SIGINT to this process (KeyboardInterrupt in the main thread) after ``seconds``."""
     timer = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
