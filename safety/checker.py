@@ -9,7 +9,7 @@ monotonic counter). For a few thousand operations every count below is a sort an
 (O(n log n)), or at worst linear in the total length of the values read (O(n^2)).
 
 Inputs: every worker's events (``invoke`` then ``ok``/``fail``/``info`` per operation, Jepsen
-style, on the machine's shared monotonic clock, see ``safety-v2-spec.md``), the store's history
+style, on the machine's shared monotonic clock, see docs/safety.md), the store's history
 (every read and write in the order the store executed them), its final list, and the end of the
 run. An invoke never completed (the worker was killed) is an ``info`` that completed at +inf.
 

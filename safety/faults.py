@@ -13,6 +13,7 @@ import redis
 
 import worker
 from matrix import FAULTS
+from strategies import CONTROL_LOCK_NAME, LOCK_NAME
 
 if TYPE_CHECKING:
     import random
@@ -214,7 +215,7 @@ class Injectors:
         old = self.masters[target]
         fresh = self.spare
         assert fresh is not None
-        held = _exists(old, "safety:lock") + _exists(old, "safety:control")
+        held = _exists(old, LOCK_NAME) + _exists(old, CONTROL_LOCK_NAME)
         old.proc.kill()
         self.proxy.retarget(f"m{target}", fresh.port)
         self.spare = self.lock_server("spare")
@@ -233,16 +234,16 @@ class Injectors:
             return
         m0, c0 = self.masters[0], self.control_master
         assert c0 is not None
-        held, control_held = _owner(m0, "safety:lock"), _owner(c0, "safety:control")
+        held, control_held = _owner(m0, LOCK_NAME), _owner(c0, CONTROL_LOCK_NAME)
         m0.proc.kill()
         c0.proc.kill()
         m0.restart()
         c0.restart()
         self.faults += 1
         # the same owner after the restart (a waiter may take a lost lock at once: compare owners)
-        self.effect("locks_held_at_kill_that_survived", int(held is not None and _owner(m0, "safety:lock") == held))
+        self.effect("locks_held_at_kill_that_survived", int(held is not None and _owner(m0, LOCK_NAME) == held))
         self.effect(
-            "control_locks_lost", int(control_held is not None and _owner(c0, "safety:control") != control_held)
+            "control_locks_lost", int(control_held is not None and _owner(c0, CONTROL_LOCK_NAME) != control_held)
         )
 
     def jump_clock(self) -> None:
@@ -250,14 +251,14 @@ class Injectors:
         if self.holder("main") is None:
             return
         m0 = self.masters[0]
-        before = _exists(m0, "safety:lock")
+        before = _exists(m0, LOCK_NAME)
         jump = 2 * self.cfg.lease_ms / 1000
         self.clock_offset += jump
         for server in (m0, self.replicas.get(0), self.spare):  # every lock server's clock: an NTP step
             if server is not None and server.clock_file is not None:
                 server.clock_jump(jump)
         m0.call("PING")  # active expiry runs on the server's next cycle; a lookup expires at once
-        after = _exists(m0, "safety:lock")
+        after = _exists(m0, LOCK_NAME)
         self.faults += 1
         self.effect("locks_expired_by_the_jump", before * (1 - after))
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from matrix import FAULTS
-from report_chart import DASH, NA, SHORT, Json, Square, cell_order, grid, median, num, server_name, svg, values
+from report_chart import DASH, NA, SHORT, Json, cell_order, grid, median, num, server_name, svg, values
 
 BEGIN, END = "<!-- safety-results:begin -->", "<!-- safety-results:end -->"
 NC = "n/c"
@@ -174,14 +174,14 @@ def readme_summary(data: Json) -> str:
         texts = []
         for s in rows:
             cell = cells.get((s, f))
-            if cell is None or (s, f) not in squares:
+            if cell is None:
                 texts.append(NA)
                 continue
             runs = cell.get("runs") or []
             fired = sum(int(r.get("faults_fired", 0)) for r in runs)
             control = sum(int((r.get("control") or {}).get("anomalies", 0)) for r in runs)
             fired_text = DASH if f == "none" else f"{fired}\N{MULTIPLICATION SIGN}"
-            texts.append(f"{readme_text(squares[(s, f)])} · {fired_text} · {control}")
+            texts.append(f"{squares[(s, f)].marked('**')} · {fired_text} · {control}")
         lines.append(f"| {SHORT.get(f, f)} | " + " | ".join(texts) + " |")
     lines += [
         "",
@@ -189,13 +189,6 @@ def readme_summary(data: Json) -> str:
         "fault, every count and the reason of every verdict: [docs/safety.md](docs/safety.md)",
     ]
     return "\n".join(lines) + "\n"
-
-
-def readme_text(sq: Square) -> str:
-    """The square's text, its anomaly count in bold when unsafe."""
-    if sq.verdict == "unsafe" and sq.anomalies is not None:
-        return f"**{num(sq.anomalies)}**" + (f" ({num(sq.lost)})" if sq.lost else "")
-    return sq.text
 
 
 def replace_between(text: str, block: str) -> str | None:
@@ -244,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     data: Json = json.loads(args.results.read_text(encoding="utf-8"))
     unknown = sorted({str(c.get("fault")) for c in data.get("cells") or []} - set(FAULTS))
     if unknown:
-        print(f"report: faults not in the spec's order, shown last: {', '.join(unknown)}", file=sys.stderr)
+        print(f"report: faults not in matrix.FAULTS, shown last: {', '.join(unknown)}", file=sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.md").write_text(results_md(data), encoding="utf-8")
     (args.out / "safety.svg").write_text(svg(data), encoding="utf-8")

@@ -1,8 +1,8 @@
 """The data side of the safety report, shared by report.py, and the chart (hand-written SVG, no dependency).
 
-results.json's schema is in /work/safety-v2-spec.md ("results.json"). A grid square is one
-(strategy, fault) pair; when several workloads ran for that pair, the square shows the worst of
-them (unsafe > inconclusive > safe) and, for unsafe, the largest median anomaly count.
+results.json's schema is in docs/safety.md ("results.json"). A grid square is one cell, i.e. one
+(strategy, fault) pair (each strategy runs one workload); an unsafe square shows the most
+anomalies in one run.
 """
 
 from __future__ import annotations
@@ -38,17 +38,13 @@ COLOURS = {"safe": "#2e9d4f", "unsafe": "#d62d2d", "inconclusive": "url(#hatch)"
 
 
 def values(cell: Json, key: str, side: str = "main") -> list[float]:
-    """One number per run: run[side][key], or run[key] when side is ""; the summary triple if no run has it."""
+    """One number per run that has it: run[side][key], or run[key] when side is ""."""
     out: list[float] = []
     for run in cell.get("runs") or []:
         src = run.get(side) if side else run
         if isinstance(src, dict) and isinstance(src.get(key), (int, float)):
             out.append(src[key])
-    if out:
-        return out
-    summary = cell.get("summary") or {}
-    triple = summary.get(key if side in ("", "main") else f"{side}_{key}")
-    return [float(x) for x in triple] if isinstance(triple, list) and len(triple) == 3 else []
+    return out
 
 
 def num(x: float) -> str:
@@ -85,11 +81,15 @@ class Square:
 
     @property
     def text(self) -> str:
+        return self.marked("")
+
+    def marked(self, strong: str) -> str:
+        """The square's text; an unsafe count wrapped in ``strong`` (``**`` in Markdown)."""
         beside = f" ({num(self.lost)})" if self.lost else ""
         if self.verdict == "safe":
             return "0" + beside
         if self.verdict == "unsafe":
-            return (num(self.anomalies) if self.anomalies is not None else "?") + beside
+            return (f"{strong}{num(self.anomalies)}{strong}" if self.anomalies is not None else "?") + beside
         if self.verdict == "inconclusive":
             return "n/c"
         return NA
@@ -99,23 +99,13 @@ def grid(data: Json) -> tuple[list[str], list[str], dict[tuple[str, str], Square
     """Rows (strategies), columns (faults) and the square of every pair that ran."""
     cells: list[Json] = data.get("cells") or []
     squares: dict[tuple[str, str], Square] = {}
-    rank = {"safe": 0, "inconclusive": 1, "unsafe": 2}
-    for cell in sorted(cells, key=cell_order):
-        key = (str(cell.get("strategy")), str(cell.get("fault")))
+    for cell in cells:
         verdict = cell.get("verdict")
-        verdict = verdict if verdict in rank else "inconclusive"
-        anomalies = max(values(cell, "anomalies"), default=None)
+        verdict = verdict if verdict in ("safe", "unsafe") else "inconclusive"
+        anomalies = max(values(cell, "anomalies"), default=None) if verdict == "unsafe" else None
+        lost = median(values(cell, "lost_updates")) if verdict != "inconclusive" else None
         label = f"{cell.get('workload', '?')}: {verdict}: {cell.get('reason', '')}"
-        sq = squares.get(key)
-        if sq is None:
-            lost = median(values(cell, "lost_updates")) if verdict != "inconclusive" else None
-            squares[key] = Square(verdict, anomalies if verdict == "unsafe" else None, label, lost)
-            continue
-        sq.reason += "; " + label
-        if rank[verdict] > rank[sq.verdict or "safe"]:
-            sq.verdict, sq.anomalies = verdict, None
-        if verdict == "unsafe" and sq.verdict == "unsafe" and anomalies is not None:
-            sq.anomalies = anomalies if sq.anomalies is None else max(sq.anomalies, anomalies)
+        squares[(str(cell.get("strategy")), str(cell.get("fault")))] = Square(verdict, anomalies, label, lost)
     rows = ordered({s for s, _ in squares}, STRATEGIES)
     cols = ordered({f for _, f in squares}, FAULTS)
     return rows, cols, squares

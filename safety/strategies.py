@@ -22,7 +22,8 @@ from redis.retry import Retry
 # "counter-fence" fences with a plain counter (INCR on the lock's master after the grant, as
 # Redisson's RFencedLock does): a lossy failover rolls it back and tokens repeat.
 CONTROLS = ["redis-py", "redis-py-optimistic", "fence-unchecked", "counter-fence", "no-lock"]
-LOCK_NAME = "safety:lock"
+LOCK_NAME = "safety:lock"  # the strategy's lock
+CONTROL_LOCK_NAME = "safety:control"  # its control's lock, beside it
 
 
 def masters(strategy: str) -> int:
@@ -118,10 +119,12 @@ class Locker:
         self.held = lock if got else None
         return got
 
-    def release(self) -> None:
+    def release(self) -> bool:
+        """True once the release call returned (the worker's history records it as ok)."""
         lock, self.held = self.held, None
         if lock is not None:
             lock.release()
+        return True
 
     def close(self) -> None:
         for client in self.clients:

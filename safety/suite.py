@@ -20,7 +20,7 @@ from faults import Injectors, applies, replication_link
 from matrix import FAULTS
 from proxy import Proxy
 from servers import Server
-from strategies import masters, uses_module, workload_of
+from strategies import CONTROL_LOCK_NAME, LOCK_NAME, masters, uses_module, workload_of
 
 CLOCK_FAULTS = ("clock-jump", "clock-skew", "clock-behind-failover", "nemesis")
 CLOCK_BEHIND_S = 0.5  # clock-behind-failover: each new replica's clock is one lease behind its master's
@@ -159,7 +159,7 @@ class Cell(Injectors):
                 "strategy": strategy,
                 "role": role,
                 "guarded": workload_of(cfg.strategy) == "guarded" if role == "main" else strategy == "counter-fence",
-                "lock_name": "safety:lock" if role == "main" else "safety:control",
+                "lock_name": LOCK_NAME if role == "main" else CONTROL_LOCK_NAME,
                 "lease_ms": cfg.lease_ms,
                 "sync_timeout": cfg.sync_timeout,
                 "acquire_wait": cfg.acquire_wait,

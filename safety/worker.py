@@ -94,14 +94,6 @@ def section_length(rng: random.Random, lease: float, main: bool) -> float:
     return rng.uniform(0.1 * lease, 1.5 * lease if main else 0.8 * lease)
 
 
-def released(locker: Locker) -> Any:
-    def release() -> bool:
-        locker.release()
-        return True
-
-    return release
-
-
 def run(
     index: int,
     config: dict[str, Any],
@@ -169,6 +161,6 @@ def run(
             phase[index] = IDLE
             # Not held any more (lease ran out) or the server is gone: the library raises its own
             # errors, and the lock expires anyway. Unknown outcome.
-            if call("release", gid, released(locker), errors=Exception) is not None:
+            if call("release", gid, locker.release, errors=Exception) is not None:
                 event("release", "ok", gid)
         locker.close()
